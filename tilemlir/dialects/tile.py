@@ -1,0 +1,701 @@
+"""The `tile` dialect: tile-level ops over global tensors, shared tiles and block-owned fragments.
+
+Defined with upstream MLIR's Python-defined-dialect DSL (IRDL underneath).
+Ops print in generic form and keep their attributes as discardable
+attributes (IRDL dialects have no properties). docs/ir.md is the contract
+around these ops; each op's docstring gives its semantics and an example.
+
+Verifiers never raise: a Python exception inside one is reported as an
+internal verifier error on the op, so a malformed input can never crash the
+bindings' caller.
+"""
+
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from tilemlir.mlir import ext, ir
+
+Operand = ext.Operand
+Result = ext.Result
+Region = ext.Region
+
+SHARED, FRAGMENT, LOCAL = "shared", "fragment", "local"
+ON_CHIP_SPACES = (SHARED, FRAGMENT, LOCAL)
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+MAX_THREADS = 1024
+
+
+class Tile(ext.Dialect, name="tile"):
+    pass
+
+
+class Layout(Tile.Attribute, name="layout"):
+    """`#tile.layout<thread_map, local_map, replicate>`: which thread holds each fragment element.
+
+    `thread_map` maps a fragment's logical index to the thread id holding it;
+    when `replicate > 1` it takes one symbol, the replica in
+    `[0, replicate)`. `local_map` maps the index to the register slot in
+    that thread. Example, a 4x128 f32 fragment over 128 threads, each
+    thread holding 4 consecutive columns of one row:
+
+        #tile.layout<affine_map<(d0, d1) -> (d0 * 32 + d1 floordiv 4)>,
+                     affine_map<(d0, d1) -> (d1 mod 4)>, 1 : i64>
+    """
+
+    thread_map: ir.AffineMapAttr
+    local_map: ir.AffineMapAttr
+    replicate: ir.IntegerAttr
+
+
+def layout_parts(layout: Layout) -> tuple[ir.AffineMap, ir.AffineMap, int]:
+    """(thread_map, local_map, replicate) of a layout attribute."""
+    params = layout.params
+    return ir.AffineMapAttr(params[0]).value, ir.AffineMapAttr(params[1]).value, ir.IntegerAttr(params[2]).value
+
+
+def make_layout(thread_map: ir.AffineMap, local_map: ir.AffineMap, replicate: int = 1) -> Layout:
+    return Layout.get(
+        ir.AffineMapAttr.get(thread_map),
+        ir.AffineMapAttr.get(local_map),
+        ir.IntegerAttr.get(ir.IntegerType.get_signless(64), replicate),
+    )
+
+
+# ----------------------------------------------------------------------------
+# Helpers shared by the verifiers.
+
+
+def memory_space(type_: ir.Type) -> str | None:
+    """"shared"/"fragment"/"local" for on-chip memrefs, None for global ones."""
+    space = type_.memory_space
+    if space is None:
+        return None
+    if isinstance(space, ir.StringAttr):
+        return space.value
+    return str(space)
+
+
+def _space_name(space: str | None) -> str:
+    return "global" if space is None else f'"{space}"'
+
+
+def _constant_index(value: ir.Value) -> int | None:
+    """The integer a value is defined to be by an `arith.constant`, if it is one."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None
+    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    if op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def _is_memref(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.MemRefType)
+
+
+def _static(dim: int) -> bool:
+    return dim != ir.ShapedType.get_dynamic_size()
+
+
+def _int_attr(op, name: str) -> int | None:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        return None
+    attr = attrs[name]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def _bool_attr(op, name: str, default: bool = False) -> bool | None:
+    attrs = op.operation.attributes
+    if name not in attrs:
+        return default
+    attr = attrs[name]
+    return attr.value if isinstance(attr, ir.BoolAttr) else None
+
+
+def _checked(verify):
+    """Wrap a verifier returning an error message (or None) into the DSL's bool protocol."""
+
+    @functools.wraps(verify)
+    def wrapper(self) -> bool:
+        try:
+            problem = verify(self)
+        except Exception as exc:  # a verifier bug must not escape into the bindings
+            problem = f"internal verifier error: {type(exc).__name__}: {exc}"
+        if problem:
+            self.location.emit_error(f"'{self.OPERATION_NAME}' op {problem}")
+            return False
+        return True
+
+    return wrapper
+
+
+def _enclosing(op: ir.Operation, name: str) -> ir.Operation | None:
+    parent = op.parent
+    while parent is not None:
+        if parent.name == name:
+            return parent
+        parent = parent.parent
+    return None
+
+
+def _check_region_args(op, count: int, what: str) -> str | None:
+    region = op.operation.regions[0]
+    blocks = list(region.blocks)
+    if len(blocks) != 1:
+        return f"region must have exactly one block, got {len(blocks)}"
+    args = blocks[0].arguments
+    if len(args) != count:
+        return f"region must have {count} block argument(s), one per {what}, got {len(args)}"
+    for i, arg in enumerate(args):
+        if not isinstance(arg.type, ir.IndexType):
+            return f"block argument #{i} must be of type index, got {arg.type}"
+    return None
+
+
+def _check_positive_extents(values, what: str) -> str | None:
+    for i, value in enumerate(values):
+        extent = _constant_index(value)
+        if extent is not None and extent <= 0:
+            return f"{what} #{i} must be positive, got {extent}"
+    return None
+
+
+def _is_float(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.FloatType)
+
+
+def _bitwidth(type_: ir.Type) -> int:
+    if isinstance(type_, (ir.IntegerType, ir.FloatType)):
+        return type_.width
+    return 0
+
+
+def _widens(src: ir.Type, dst: ir.Type) -> bool:
+    """Whether accumulating `src` elements into `dst` is an allowed widening."""
+    if src == dst:
+        return True
+    if _is_float(src) and _is_float(dst):
+        return _bitwidth(dst) > _bitwidth(src)
+    if isinstance(src, ir.IntegerType) and isinstance(dst, ir.IntegerType):
+        return dst.width > src.width
+    return False
+
+
+def check_layout(layout_attr: ir.Attribute, rank: int) -> str | None:
+    """Why `layout_attr` cannot be the layout of a rank-`rank` fragment, or None."""
+    if not isinstance(layout_attr, Layout):
+        return f"'layout' must be a #tile.layout attribute, got {layout_attr}"
+    thread_map, local_map, replicate = layout_parts(layout_attr)
+    for label, amap in (("thread_map", thread_map), ("local_map", local_map)):
+        if amap.n_dims != rank:
+            return f"layout {label} takes {amap.n_dims} dims but the fragment has rank {rank}"
+        if len(amap.results) != 1:
+            return f"layout {label} must have exactly one result, got {len(amap.results)}"
+    if replicate < 1:
+        return f"layout replicate must be >= 1, got {replicate}"
+    expected_symbols = 1 if replicate > 1 else 0
+    if thread_map.n_symbols != expected_symbols:
+        return (
+            f"layout thread_map must take {expected_symbols} symbol(s) for replicate = {replicate}, "
+            f"got {thread_map.n_symbols}"
+        )
+    if local_map.n_symbols != 0:
+        return "layout local_map must take no symbols"
+    return None
+
+
+# ----------------------------------------------------------------------------
+# Operations.
+
+
+class YieldOp(Tile.Operation, name="yield", traits=[ir.IsTerminatorTrait]):
+    """Terminator of `tile.kernel`, `tile.parallel` and `tile.pipelined` regions.
+
+        "tile.yield"() : () -> ()
+    """
+
+    @_checked
+    def verify_invariants(self):
+        parent = self.operation.parent
+        if parent is None or parent.name not in ("tile.kernel", "tile.parallel", "tile.pipelined"):
+            where = parent.name if parent is not None else "nothing"
+            return f"must terminate a tile.kernel, tile.parallel or tile.pipelined region, not {where}"
+        return None
+
+
+class KernelOp(Tile.Operation, name="kernel"):
+    """One thread block's program, launched over a grid of 1 to 3 dims.
+
+    Operands are the grid extents (index); `threads` the block size
+    (1..1024). The single-block region takes one index argument per grid
+    dim, the block's coordinates.
+
+        "tile.kernel"(%gx) ({
+        ^bb0(%bx: index):
+          "tile.yield"() : () -> ()
+        }) {threads = 128 : i64} : (index) -> ()
+    """
+
+    grid: Sequence[Operand[ir.IndexType]]
+    threads: ir.IntegerAttr
+    body: Region
+
+    @_checked
+    def verify_invariants(self):
+        rank = len(self.operation.operands)
+        if not 1 <= rank <= 3:
+            return f"must have 1 to 3 grid extents, got {rank}"
+        threads = _int_attr(self, "threads")
+        if threads is None:
+            return "requires an integer 'threads' attribute"
+        if not 1 <= threads <= MAX_THREADS:
+            return f"'threads' must be in 1..{MAX_THREADS}, got {threads}"
+        return _check_positive_extents(self.operation.operands, "grid extent")
+
+    @_checked
+    def verify_region_invariants(self):
+        return _check_region_args(self, len(self.operation.operands), "grid dim")
+
+
+class _AllocOp(Tile.Operation):
+    """Shared verifier of the three allocation ops (no name: not an op itself)."""
+
+    SPACE = ""
+
+    @_checked
+    def verify_invariants(self):
+        type_ = self.operation.results[0].type
+        if not _is_memref(type_):
+            return f"result must be a memref, got {type_}"
+        space = memory_space(type_)
+        if space != self.SPACE:
+            return f'result memory space must be "{self.SPACE}", got {_space_name(space)}'
+        for i, dim in enumerate(type_.shape):
+            if not _static(dim):
+                return f"dim #{i} of the result must be static: on-chip buffers need a compile-time shape"
+            if dim <= 0:
+                return f"dim #{i} of the result must be positive, got {dim}"
+        if _enclosing(self.operation, "tile.kernel") is None:
+            return "must be inside a tile.kernel"
+        if "layout" in self.operation.attributes:
+            if self.SPACE != FRAGMENT:
+                return "only fragments carry a 'layout' attribute"
+            return check_layout(self.operation.attributes["layout"], type_.rank)
+        return None
+
+
+class AllocSharedOp(_AllocOp, name="alloc_shared"):
+    """A tile in the block's shared memory; `name` is the Python buffer name.
+
+        %s = "tile.alloc_shared"() {name = "A_s"} : () -> memref<128x32xf16, "shared">
+    """
+
+    SPACE = SHARED
+    result: Result[ir.MemRefType]
+
+
+class AllocFragmentOp(_AllocOp, name="alloc_fragment"):
+    """A register tile owned by the whole block; `infer-layouts` sets its `layout`.
+
+        %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<4x1024xf32, "fragment">
+    """
+
+    SPACE = FRAGMENT
+    result: Result[ir.MemRefType]
+
+
+class AllocLocalOp(_AllocOp, name="alloc_local"):
+    """Registers private to each thread (every thread has its own copy).
+
+        %acc = "tile.alloc_local"() {name = "acc"} : () -> memref<1xf32, "local">
+    """
+
+    SPACE = LOCAL
+    result: Result[ir.MemRefType]
+
+
+class ParallelOp(Tile.Operation, name="parallel"):
+    """An iteration space of independent points; the compiler maps points to threads.
+
+    One index block argument per extent. Element code inside uses
+    `memref.load/store`, `arith` and `math`.
+
+        "tile.parallel"(%c4, %c1024) ({
+        ^bb0(%i: index, %j: index):
+          "tile.yield"() : () -> ()
+        }) : (index, index) -> ()
+    """
+
+    extents: Sequence[Operand[ir.IndexType]]
+    body: Region
+
+    @_checked
+    def verify_invariants(self):
+        if len(self.operation.operands) == 0:
+            return "must have at least one extent"
+        if _enclosing(self.operation, "tile.kernel") is None:
+            return "must be inside a tile.kernel"
+        return _check_positive_extents(self.operation.operands, "extent")
+
+    @_checked
+    def verify_region_invariants(self):
+        return _check_region_args(self, len(self.operation.operands), "extent")
+
+
+class PipelinedOp(Tile.Operation, name="pipelined"):
+    """A serial loop `for k in [lower, upper) step step` whose copies are pipelined `num_stages` deep.
+
+        "tile.pipelined"(%c0, %kt, %c1) ({
+        ^bb0(%k: index):
+          "tile.yield"() : () -> ()
+        }) {num_stages = 3 : i64} : (index, index, index) -> ()
+    """
+
+    lower: Operand[ir.IndexType]
+    upper: Operand[ir.IndexType]
+    step: Operand[ir.IndexType]
+    num_stages: ir.IntegerAttr
+    body: Region
+
+    @_checked
+    def verify_invariants(self):
+        stages = _int_attr(self, "num_stages")
+        if stages is None:
+            return "requires an integer 'num_stages' attribute"
+        if stages < 1:
+            return f"'num_stages' must be >= 1, got {stages}"
+        step = _constant_index(self.operation.operands[2])
+        if step is not None and step <= 0:
+            return f"step must be positive, got {step}"
+        return None
+
+    @_checked
+    def verify_region_invariants(self):
+        return _check_region_args(self, 1, "loop")
+
+
+def _box_problem(side: str, type_: ir.MemRefType, shape: list[int], offsets: list[ir.Value]) -> str | None:
+    """Check that the copy box, right-aligned onto `type_`, fits it at `offsets` where static."""
+    rank = type_.rank
+    lead = len(shape) - rank
+    if lead < 0:
+        return f"{side} has rank {rank} but the copy box {shape} has rank {len(shape)}"
+    for i in range(lead):
+        if shape[i] != 1:
+            return f"copy box dim #{i} is {shape[i]}, but {side} (rank {rank}) only admits 1 there"
+    for d in range(rank):
+        extent, size = shape[lead + d], type_.shape[d]
+        if not _static(size):
+            continue
+        offset = _constant_index(offsets[d]) or 0
+        if offset + extent > size:
+            return (
+                f"copy box extent {extent} at offset {offset} exceeds dim #{d} of {side} "
+                f"({type_}), which is {size}"
+            )
+    return None
+
+
+class CopyOp(Tile.Operation, name="copy"):
+    """Copy a box of elements between any two memory levels, converting the element type.
+
+    Operands: `src`, `dst`, then `rank(src)` offsets into `src` and
+    `rank(dst)` offsets into `dst`. `shape` is the box; each side maps it by
+    right alignment (leading box dims beyond a side's rank must be 1). Box
+    elements outside a global tensor read as zero and are not written.
+
+        "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [4, 1024]}
+            : (memref<?x1024xbf16>, memref<4x1024xf32, "fragment">, index, index, index, index) -> ()
+    """
+
+    src: Operand[ir.MemRefType]
+    dst: Operand[ir.MemRefType]
+    offsets: Sequence[Operand[ir.IndexType]]
+    shape: ir.ArrayAttr
+
+    @_checked
+    def verify_invariants(self):
+        operands = list(self.operation.operands)
+        if len(operands) < 2 or not all(_is_memref(v.type) for v in operands[:2]):
+            return "src and dst must be memrefs"
+        src, dst = operands[0].type, operands[1].type
+        offsets = operands[2:]
+        if len(offsets) != src.rank + dst.rank:
+            return (
+                f"expects {src.rank + dst.rank} offsets (rank of src {src.rank} + rank of dst {dst.rank}), "
+                f"got {len(offsets)}"
+            )
+        if memory_space(src) is None and memory_space(dst) is None:
+            return "cannot copy global to global: one side must be shared, fragment or local"
+        shape_attr = self.operation.attributes["shape"]
+        if not isinstance(shape_attr, ir.ArrayAttr) or not all(isinstance(a, ir.IntegerAttr) for a in shape_attr):
+            return "'shape' must be an array of integers"
+        shape = [a.value for a in shape_attr]
+        if not shape:
+            return "'shape' must not be empty"
+        for i, extent in enumerate(shape):
+            if extent <= 0:
+                return f"copy box extent #{i} must be positive, got {extent}"
+        return _box_problem("src", src, shape, offsets[: src.rank]) or _box_problem(
+            "dst", dst, shape, offsets[src.rank :]
+        )
+
+
+class FillOp(Tile.Operation, name="fill"):
+    """Set every element of an on-chip buffer to a scalar of its element type.
+
+        "tile.fill"(%acc, %zero) : (memref<4x128xf32, "fragment">, f32) -> ()
+    """
+
+    dst: Operand[ir.MemRefType]
+    value: Operand[Any]
+
+    @_checked
+    def verify_invariants(self):
+        dst, value = self.operation.operands[0].type, self.operation.operands[1].type
+        if memory_space(dst) not in ON_CHIP_SPACES:
+            return f"dst must be a shared, fragment or local buffer, got {_space_name(memory_space(dst))} memory"
+        if value != dst.element_type:
+            return f"value type {value} must equal the dst element type {dst.element_type}"
+        return None
+
+
+class ReduceOp(Tile.Operation, name="reduce"):
+    """Reduce `src` along `dim` into `dst` (src's shape without `dim`).
+
+    `kind` is sum, max, min, abssum or absmax. With `clear = true` the old
+    contents of `dst` are ignored; with false they take part in the
+    reduction. `dst` may be wider than `src` (f16 -> f32 accumulation). A
+    rank-1 source reduces into a one-element `dst`.
+
+        "tile.reduce"(%x, %rmax) {kind = "max", dim = 1 : i64, clear = true}
+            : (memref<4x1024xf32, "fragment">, memref<4xf32, "fragment">) -> ()
+    """
+
+    src: Operand[ir.MemRefType]
+    dst: Operand[ir.MemRefType]
+    kind: ir.StringAttr
+    dim: ir.IntegerAttr
+    clear: Any  # a BoolAttr; IRDL has no constraint for it, checked below
+
+    @_checked
+    def verify_invariants(self):
+        src, dst = self.operation.operands[0].type, self.operation.operands[1].type
+        for label, type_ in (("src", src), ("dst", dst)):
+            if memory_space(type_) not in ON_CHIP_SPACES:
+                return f"{label} must be a fragment, shared or local buffer, got {_space_name(memory_space(type_))} memory"
+        if _bool_attr(self, "clear") is None:
+            return "'clear' must be a boolean"
+        kind = self.operation.attributes["kind"].value
+        if kind not in REDUCE_KINDS:
+            return f"kind must be one of {', '.join(REDUCE_KINDS)}, got '{kind}'"
+        dim = _int_attr(self, "dim")
+        if dim is None or not 0 <= dim < src.rank:
+            return f"dim must be in [0, {src.rank}) for a rank-{src.rank} src, got {dim}"
+        expected = [s for i, s in enumerate(src.shape) if i != dim]
+        got = list(dst.shape)
+        if got != expected and not (not expected and got == [1]):
+            return f"dst shape {got} must equal the src shape {list(src.shape)} without dim {dim}: {expected}"
+        if not _widens(src.element_type, dst.element_type):
+            return (
+                f"dst element type {dst.element_type} must equal or widen the src element type "
+                f"{src.element_type}"
+            )
+        return None
+
+
+_GEMM_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "f64": ("f64",),
+                      "f8E4M3FN": ("f32",), "f8E5M2": ("f32",), "i8": ("i32",)}
+
+
+class GemmOp(Tile.Operation, name="gemm"):
+    """`C += op(A) x op(B)`, op transposing when `transpose_a` / `transpose_b` are set.
+
+    A and B are shared or fragment tiles of one element type; C is a
+    fragment accumulator (f32 for f16/bf16/fp8 inputs, f16 also for f16,
+    i32 for i8).
+
+        "tile.gemm"(%A_s, %B_s, %C) {transpose_a = false, transpose_b = false}
+            : (memref<128x32xf16, "shared">, memref<32x128xf16, "shared">, memref<128x128xf32, "fragment">) -> ()
+    """
+
+    a: Operand[ir.MemRefType]
+    b: Operand[ir.MemRefType]
+    c: Operand[ir.MemRefType]
+
+    @_checked
+    def verify_invariants(self):
+        a, b, c = (v.type for v in self.operation.operands)
+        for label, type_ in (("A", a), ("B", b)):
+            if memory_space(type_) not in (SHARED, FRAGMENT):
+                return f"operand {label} must be a shared or fragment tile, got {_space_name(memory_space(type_))} memory"
+            if type_.rank != 2:
+                return f"operand {label} must be rank 2, got rank {type_.rank}"
+        if memory_space(c) != FRAGMENT:
+            return f"accumulator C must be a fragment, got {_space_name(memory_space(c))} memory"
+        if c.rank != 2:
+            return f"accumulator C must be rank 2, got rank {c.rank}"
+        trans_a = _bool_attr(self, "transpose_a")
+        trans_b = _bool_attr(self, "transpose_b")
+        if trans_a is None or trans_b is None:
+            return "'transpose_a' and 'transpose_b' must be booleans"
+        m, ka = (a.shape[1], a.shape[0]) if trans_a else (a.shape[0], a.shape[1])
+        kb, n = (b.shape[1], b.shape[0]) if trans_b else (b.shape[0], b.shape[1])
+        if ka != kb:
+            return f"K mismatch: A gives K = {ka}, B gives K = {kb} (transpose_a = {trans_a}, transpose_b = {trans_b})"
+        if list(c.shape) != [m, n]:
+            return f"accumulator C must be {m}x{n} (M x N), got {c.shape[0]}x{c.shape[1]}"
+        if a.element_type != b.element_type:
+            return f"A and B element types differ: {a.element_type} vs {b.element_type}"
+        allowed = _GEMM_ACCUMULATORS.get(str(a.element_type), ())
+        if str(c.element_type) not in allowed:
+            return (
+                f"accumulator element type {c.element_type} is not valid for {a.element_type} inputs "
+                f"(expected {' or '.join(allowed) or 'a supported input type'})"
+            )
+        return None
+
+
+class AtomicAddOp(Tile.Operation, name="atomic_add"):
+    """Atomically add `value` into the global tensor `dst` at `indices`.
+
+    A scalar `value` adds into one element; an on-chip buffer adds its
+    whole box, right-aligned onto `dst`, starting at `indices`.
+
+        "tile.atomic_add"(%Out, %v, %i, %j) : (memref<?x64xf32>, f32, index, index) -> ()
+    """
+
+    dst: Operand[ir.MemRefType]
+    value: Operand[Any]
+    indices: Sequence[Operand[ir.IndexType]]
+
+    @_checked
+    def verify_invariants(self):
+        operands = list(self.operation.operands)
+        dst, value = operands[0].type, operands[1].type
+        if memory_space(dst) is not None:
+            return f"dst must be a global tensor, got {_space_name(memory_space(dst))} memory"
+        if len(operands) - 2 != dst.rank:
+            return f"expects {dst.rank} indices (rank of dst), got {len(operands) - 2}"
+        elem = value.element_type if _is_memref(value) else value
+        if _is_memref(value):
+            if memory_space(value) not in ON_CHIP_SPACES:
+                return "value must be a scalar or an on-chip buffer"
+            if value.rank > dst.rank:
+                return f"value rank {value.rank} exceeds dst rank {dst.rank}"
+        if elem != dst.element_type:
+            return f"value element type {elem} must equal the dst element type {dst.element_type}"
+        return None
+
+
+class AssumeOp(Tile.Operation, name="assume"):
+    """A user fact (`T.assume`) the prover may use; the runtime checks `expr` at launch.
+
+        "tile.assume"(%cond) {expr = "N % 128 == 0"} : (i1) -> ()
+    """
+
+    cond: Operand[ir.IntegerType]
+    expr: ir.StringAttr
+
+    @_checked
+    def verify_invariants(self):
+        type_ = self.operation.operands[0].type
+        if not (isinstance(type_, ir.IntegerType) and type_.width == 1):
+            return f"cond must be i1, got {type_}"
+        return None
+
+
+# ----------------------------------------------------------------------------
+# Builders with Python-friendly arguments (regions come with their block).
+
+
+def _without_segments(op):
+    """Drop the `operandSegmentSizes` the DSL adds for variadic operands: these ops have one
+    variadic group at the end, so operand counts alone are unambiguous (and the parsed form has none)."""
+    if "operandSegmentSizes" in op.operation.attributes:
+        del op.operation.attributes["operandSegmentSizes"]
+    return op
+
+
+def _i64(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _with_block(op, arg_count: int, loc=None):
+    index = ir.IndexType.get()
+    op.operation.regions[0].blocks.append(*([index] * arg_count), arg_locs=[loc or ir.Location.current] * arg_count)
+    return op
+
+
+def kernel(grid: list[ir.Value], threads: int, *, loc=None, ip=None) -> KernelOp:
+    """A `tile.kernel` with its entry block (one index argument per grid dim)."""
+    return _with_block(_without_segments(KernelOp(list(grid), _i64(threads), loc=loc, ip=ip)), len(grid), loc)
+
+
+def parallel(extents: list[ir.Value], *, loc=None, ip=None) -> ParallelOp:
+    return _with_block(_without_segments(ParallelOp(list(extents), loc=loc, ip=ip)), len(extents), loc)
+
+
+def pipelined(lower: ir.Value, upper: ir.Value, step: ir.Value, num_stages: int, *, loc=None, ip=None) -> PipelinedOp:
+    return _with_block(PipelinedOp(lower, upper, step, _i64(num_stages), loc=loc, ip=ip), 1, loc)
+
+
+def body_block(op) -> ir.Block:
+    return op.operation.regions[0].blocks[0]
+
+
+def _alloc(cls, space: str, shape, element_type, name, loc, ip):
+    type_ = ir.MemRefType.get(list(shape), element_type, memory_space=ir.StringAttr.get(space))
+    op = cls(type_, loc=loc, ip=ip)
+    if name:
+        op.operation.attributes["name"] = ir.StringAttr.get(name)
+    return op
+
+
+def alloc_shared(shape, element_type, name: str | None = None, *, loc=None, ip=None) -> AllocSharedOp:
+    return _alloc(AllocSharedOp, SHARED, shape, element_type, name, loc, ip)
+
+
+def alloc_fragment(shape, element_type, name: str | None = None, *, loc=None, ip=None) -> AllocFragmentOp:
+    return _alloc(AllocFragmentOp, FRAGMENT, shape, element_type, name, loc, ip)
+
+
+def alloc_local(shape, element_type, name: str | None = None, *, loc=None, ip=None) -> AllocLocalOp:
+    return _alloc(AllocLocalOp, LOCAL, shape, element_type, name, loc, ip)
+
+
+def copy(src, dst, src_offsets, dst_offsets, shape, *, loc=None, ip=None) -> CopyOp:
+    box = ir.ArrayAttr.get([_i64(s) for s in shape])
+    return _without_segments(CopyOp(src, dst, [*src_offsets, *dst_offsets], box, loc=loc, ip=ip))
+
+
+def fill(dst, value, *, loc=None, ip=None) -> FillOp:
+    return FillOp(dst, value, loc=loc, ip=ip)
+
+
+def reduce(src, dst, kind: str, dim: int, clear: bool = True, *, loc=None, ip=None) -> ReduceOp:
+    return ReduceOp(src, dst, ir.StringAttr.get(kind), _i64(dim), ir.BoolAttr.get(clear), loc=loc, ip=ip)
+
+
+def gemm(a, b, c, transpose_a: bool = False, transpose_b: bool = False, *, loc=None, ip=None) -> GemmOp:
+    op = GemmOp(a, b, c, loc=loc, ip=ip)
+    op.operation.attributes["transpose_a"] = ir.BoolAttr.get(transpose_a)
+    op.operation.attributes["transpose_b"] = ir.BoolAttr.get(transpose_b)
+    return op
+
+
+def atomic_add(dst, value, indices, *, loc=None, ip=None) -> AtomicAddOp:
+    return _without_segments(AtomicAddOp(dst, value, list(indices), loc=loc, ip=ip))
+
+
+def assume(cond, expr: str, *, loc=None, ip=None) -> AssumeOp:
+    return AssumeOp(cond, ir.StringAttr.get(expr), loc=loc, ip=ip)
+
+
+def yield_(*, loc=None, ip=None) -> YieldOp:
+    return YieldOp(loc=loc, ip=ip)

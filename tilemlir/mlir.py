@@ -1,0 +1,72 @@
+"""The one module that imports the MLIR Python bindings provider.
+
+Everything else in tilemlir imports `ir`, `passmanager`, `rewrite` and the
+upstream dialect modules from here, so the provider (today the torch-mlir
+wheel, which ships upstream MLIR's bindings with the Python-defined dialect
+DSL) can be swapped in one place.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir, passmanager, rewrite
+from torch_mlir.dialects import (
+    affine,
+    arith,
+    builtin,
+    cf,
+    ext,
+    func,
+    gpu,
+    llvm,
+    math,
+    memref,
+    nvgpu,
+    scf,
+    vector,
+)
+from torch_mlir.dialects.llvm import translate_module_to_llvmir
+
+PassManager = passmanager.PassManager
+MLIRError = ir.MLIRError
+
+__all__ = [
+    "ir",
+    "passmanager",
+    "rewrite",
+    "PassManager",
+    "MLIRError",
+    "affine",
+    "arith",
+    "builtin",
+    "cf",
+    "ext",
+    "func",
+    "gpu",
+    "llvm",
+    "math",
+    "memref",
+    "nvgpu",
+    "scf",
+    "vector",
+    "translate_module_to_llvmir",
+    "make_context",
+    "load_tile_dialect",
+]
+
+
+def load_tile_dialect(context: ir.Context) -> None:
+    """Load the `tile` dialect into `context`; a second call is a no-op."""
+    from tilemlir.dialects.tile import Tile
+
+    if context.is_dialect_loaded(Tile.DIALECT_NAMESPACE):
+        return
+    with context:
+        Tile.load()
+
+
+def make_context() -> ir.Context:
+    """A new context with every upstream dialect available and `tile` loaded."""
+    context = ir.Context()
+    context.load_all_available_dialects()
+    load_tile_dialect(context)
+    return context
