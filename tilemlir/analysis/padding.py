@@ -1,0 +1,229 @@
+"""What an out-of-range global read reads: the identity of the reduction it feeds.
+
+docs/ir.md's rule, made precise here so the CPU reference and the GPU
+lowering agree (both call `padding_value`):
+
+- The *read* is a `tile.copy` whose source is a global tensor, or a global
+  `memref.load` inside a `tile.parallel`.
+- Its *destination buffers*: the copy's `dst`; for a load, every on-chip
+  buffer that a `memref.store` in the same `tile.parallel` writes with a
+  value computed from the load (through any element code).
+- The reductions it *feeds*: scanning forward in program order from the
+  read (into nested regions, out through enclosing blocks up to the
+  kernel, and once around an enclosing serial loop), every `tile.reduce`
+  whose `src` holds the read's values. A buffer holds them from the read
+  until an op overwrites it; a `tile.copy` from a holding buffer, or a
+  `tile.parallel` that stores a loaded element of one unchanged (up to
+  float/int conversions), makes its destination hold them too.
+- The value: the identity of the one kind fed (0 for sum, abssum, absmax;
+  -inf for max, +inf for min), 0 when none or several kinds are fed. For an
+  element type without infinities (f8E4M3FN) or an integer type, the
+  lowest / highest finite value stands for -inf / +inf.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from tilemlir.dialects.tile import memory_space
+from tilemlir.mlir import ir
+
+PAD_ATTR = "tile.pad"
+
+_CONVERSIONS = {
+    "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+    "arith.extsi", "arith.extui", "arith.trunci", "arith.bitcast",
+}
+_LOOPS = ("scf.for", "scf.while", "tile.pipelined")
+
+
+def padding_value(op) -> float | int:
+    """The value an out-of-range element read by `op` reads as (see the module docstring)."""
+    op = _operation(op)
+    read_type = _read_element_type(op)
+    kinds = _fed_reduction_kinds(op)
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return identity(kind, read_type)
+
+
+def padding_attr(op) -> ir.Attribute:
+    """`padding_value(op)` as an attribute of the read element type (what `tile.pad` holds)."""
+    op = _operation(op)
+    read_type = _read_element_type(op)
+    value = padding_value(op)
+    if isinstance(read_type, ir.FloatType):
+        return ir.FloatAttr.get(read_type, float(value))
+    return ir.IntegerAttr.get(read_type, int(value))
+
+
+def identity(kind: str | None, element_type: ir.Type) -> float | int:
+    """The identity of reduction `kind` (None: 0) in `element_type`."""
+    if kind not in ("max", "min"):
+        return 0.0 if isinstance(element_type, ir.FloatType) else 0
+    lowest = kind == "max"
+    if isinstance(element_type, ir.IntegerType):
+        width = element_type.width
+        return -(1 << (width - 1)) if lowest else (1 << (width - 1)) - 1
+    info = _finfo(element_type)
+    if info is None or math.isinf(float(info.max) * 2):  # the type has infinities
+        return -math.inf if lowest else math.inf
+    return float(info.min) if lowest else float(info.max)
+
+
+def _finfo(element_type: ir.Type):
+    dtype = {
+        "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
+        "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+        "bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "f64": np.float64,
+    }.get(str(element_type))
+    if dtype is None:
+        return None
+    info = ml_dtypes.finfo(dtype)
+    return None if _has_inf(dtype) else info
+
+
+def _has_inf(dtype) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.isinf(np.array(np.inf, dtype=np.float64).astype(dtype)))
+
+
+def _operation(op) -> ir.Operation:
+    return op.operation if isinstance(op, ir.OpView) else op
+
+
+def _read_element_type(op: ir.Operation) -> ir.Type:
+    if op.name == "tile.copy":
+        src = op.operands[0].type
+        if memory_space(src) is not None:
+            raise ValueError(f"padding_value: tile.copy reads {src}, not a global tensor")
+        return src.element_type
+    if op.name == "memref.load" and memory_space(op.operands[0].type) is None:
+        if _enclosing_parallel(op) is None:
+            raise ValueError("padding_value: the global memref.load is not inside a tile.parallel")
+        return op.results[0].type
+    raise ValueError(f"padding_value expects a tile.copy from global memory or a global memref.load, got {op.name}")
+
+
+def _enclosing_parallel(op: ir.Operation) -> ir.Operation | None:
+    parent = op.parent
+    while parent is not None and parent.name not in ("tile.parallel", "tile.kernel"):
+        parent = parent.parent
+    return parent if parent is not None and parent.name == "tile.parallel" else None
+
+
+def _fed_reduction_kinds(op: ir.Operation) -> set[str]:
+    if op.name == "tile.copy":
+        holders, anchor = [op.operands[1]], op
+    else:
+        anchor = _enclosing_parallel(op)
+        holders = _stores_derived_from(op.results[0], anchor)
+    tracker = _Tracker(holders)
+    for later in _ops_after(anchor):
+        tracker.visit(later)
+        if not tracker.holders:
+            break
+    return tracker.kinds
+
+
+def _stores_derived_from(value: ir.Value, parallel: ir.Operation) -> list[ir.Value]:
+    """On-chip buffers that stores inside `parallel` write with values computed from `value`."""
+    derived, buffers, work = {value}, [], [value]
+    while work:
+        for use in list(work.pop().uses):
+            user = _operation(use.owner)
+            if user.name == "memref.store":
+                if use.operand_number == 0 and memory_space(user.operands[1].type) is not None:
+                    buffers.append(user.operands[1])
+                continue
+            for result in user.results:
+                if result not in derived:
+                    derived.add(result)
+                    work.append(result)
+    return buffers
+
+
+class _Tracker:
+    """Follows which buffers hold the read's values while scanning ops in program order."""
+
+    def __init__(self, holders: list[ir.Value]):
+        self.holders = list(holders)
+        self.kinds: set[str] = set()
+
+    def holds(self, buffer: ir.Value) -> bool:
+        return any(buffer == h for h in self.holders)
+
+    def drop(self, buffer: ir.Value) -> None:
+        self.holders = [h for h in self.holders if h != buffer]
+
+    def visit(self, op: ir.Operation) -> None:
+        name = op.name
+        if name == "tile.reduce":
+            src, dst = op.operands[0], op.operands[1]
+            if self.holds(src):
+                self.kinds.add(op.attributes["kind"].value)
+            self.drop(dst)
+        elif name == "tile.copy":
+            src, dst = op.operands[0], op.operands[1]
+            if self.holds(src):
+                self.holders.append(dst)
+            else:
+                self.drop(dst)
+        elif name == "tile.fill":
+            self.drop(op.operands[0])
+        elif name == "tile.parallel":
+            self._visit_parallel(op)
+        else:
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        self.visit(inner.operation)
+
+    def _visit_parallel(self, op: ir.Operation) -> None:
+        moved, written = [], []
+        for inner in _walk(op):
+            if inner.name != "memref.store" or memory_space(inner.operands[1].type) is None:
+                continue
+            written.append(inner.operands[1])
+            source = _unconverted(inner.operands[0])
+            if source is not None and source.name == "memref.load" and self.holds(source.operands[0]):
+                moved.append(inner.operands[1])
+        for buffer in written:
+            if not any(buffer == m for m in moved):
+                self.drop(buffer)
+        self.holders.extend(m for m in moved if not self.holds(m))
+
+
+def _unconverted(value: ir.Value) -> ir.Operation | None:
+    """The op defining `value` once float/int conversions are looked through."""
+    owner = value.owner
+    while isinstance(owner, (ir.Operation, ir.OpView)):
+        owner = _operation(owner)
+        if owner.name not in _CONVERSIONS:
+            return owner
+        owner = owner.operands[0].owner
+    return None
+
+
+def _walk(op: ir.Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
+
+
+def _ops_after(op: ir.Operation):
+    """Ops after `op` in program order, up to the end of its tile.kernel; once around enclosing loops."""
+    current = op
+    while current is not None and current.name != "tile.kernel":
+        block = current.block
+        ops = [o.operation for o in block.operations]
+        index = next(i for i, o in enumerate(ops) if o == current)
+        yield from ops[index + 1 :]
+        parent = _operation(block.owner) if block.owner is not None else None
+        if parent is not None and parent.name in _LOOPS:
+            yield from ops[: index + 1] if current != op else ops[:index]
+        current = parent
