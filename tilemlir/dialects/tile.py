@@ -117,13 +117,68 @@ def _bool_attr(op, name: str, default: bool = False) -> bool | None:
     return attr.value if isinstance(attr, ir.BoolAttr) else None
 
 
+_KIND_NAMES = {ir.MemRefType: "a memref", ir.IndexType: "index", ir.IntegerType: "an integer",
+               ir.StringAttr: "a string", ir.IntegerAttr: "an integer", ir.ArrayAttr: "an array"}
+
+
+def _kind_problem(what: str, value, constraint) -> str | None:
+    if not isinstance(constraint, type) or not issubclass(constraint, (ir.Type, ir.Attribute)):
+        return None
+    if isinstance(value, constraint):
+        return None
+    return f"{what} must be {_KIND_NAMES.get(constraint, constraint.__name__)}, got {value}"
+
+
+def _count_problem(kind: str, defs, got: int) -> str | None:
+    fixed = [d.name for d in defs if d.variadicity == ext.Variadicity.single]
+    variadic = [d.name for d in defs if d.variadicity != ext.Variadicity.single]
+    if got == len(fixed) or (variadic and got > len(fixed)):
+        return None
+    names = ", ".join(fixed + [f"{n}..." for n in variadic])
+    at_least = "at least " if variadic else ""
+    return f"expects {at_least}{len(fixed)} {kind}(s){f' ({names})' if names else ''}, got {got}"
+
+
+def _structure_problem(op) -> str | None:
+    """What `op` lacks of the operands, attributes, results and regions its definition declares.
+
+    Our verifiers run before the IRDL checks of the same op, so they check
+    the structure first and name the operand or attribute that is wrong.
+    """
+    operand_defs, attr_defs, result_defs, region_defs = ext.partition_fields(type(op)._fields)
+    operation = op.operation
+    for kind, defs, values in (("operand", operand_defs, list(operation.operands)),
+                               ("result", result_defs, list(operation.results))):
+        problem = _count_problem(kind, defs, len(values))
+        if problem:
+            return problem
+        fixed = [d for d in defs if d.variadicity == ext.Variadicity.single]
+        variadic = [d for d in defs if d.variadicity != ext.Variadicity.single]
+        # every tile op with a variadic group has it last
+        per_value = fixed + variadic[:1] * (len(values) - len(fixed))
+        for i, (value, d) in enumerate(zip(values, per_value)):
+            problem = _kind_problem(f"{kind} #{i} ({d.name})", value.type, d.constraint)
+            if problem:
+                return problem
+    attrs = operation.attributes
+    for d in attr_defs:
+        if d.name not in attrs:
+            return f"requires attribute '{d.name}'"
+        problem = _kind_problem(f"attribute '{d.name}'", attrs[d.name], d.constraint)
+        if problem:
+            return problem
+    if len(operation.regions) != len(region_defs):
+        return f"expects {len(region_defs)} region(s), got {len(operation.regions)}"
+    return None
+
+
 def _checked(verify):
     """Wrap a verifier returning an error message (or None) into the DSL's bool protocol."""
 
     @functools.wraps(verify)
     def wrapper(self) -> bool:
         try:
-            problem = verify(self)
+            problem = _structure_problem(self) or verify(self)
         except Exception as exc:  # a verifier bug must not escape into the bindings
             problem = f"internal verifier error: {type(exc).__name__}: {exc}"
         if problem:
