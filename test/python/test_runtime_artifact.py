@@ -1,0 +1,137 @@
+"""Artifacts: export, the standalone host launcher, `load(dir)` without MLIR, import cost."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tilemlir.errors import LaunchError
+from tilemlir.runtime.artifact import load
+from tilemlir.runtime.builder import build
+from tilemlir.runtime.host_launcher import host_launcher_source
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+
+REPO = Path(__file__).resolve().parents[2]
+
+SOURCE = r'''#include <cuda_bf16.h>
+extern "C" __global__ void __launch_bounds__(256) row_scale(const __nv_bfloat16* __restrict__ X,
+    __nv_bfloat16* __restrict__ Y, float s, long long M) {
+  extern __shared__ float tile[];
+  long long row = blockIdx.x;
+  tile[threadIdx.x] = __bfloat162float(X[row * 256 + threadIdx.x]) * s;
+  __syncthreads();
+  Y[row * 256 + threadIdx.x] = __float2bfloat16_rn(tile[255 - threadIdx.x]);
+}
+'''
+SIGNATURE = KernelSignature(
+    name="row_scale",
+    params=(TensorParam("X", "bfloat16", ("M", 256), 16), TensorParam("Y", "bfloat16", ("M", 256), 16),
+            ScalarParam("s", "float32")),
+    symbols=("M",), grid=("M", "1", "1"), block=(256, 1, 1), cuda_params=("X", "Y", "s", "M"),
+    shared_bytes="256 * 4", assumes=("M >= 1",), out_idx=(1,))
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    return build(SOURCE, SIGNATURE, arch="sm_90a")
+
+
+def test_export_writes_source_cubin_signature_and_launcher(kernel, tmp_path):
+    out = kernel.export(tmp_path / "export")
+    assert (out / "row_scale.cu").read_text() == SOURCE
+    assert (out / "row_scale.cubin").read_bytes() == kernel.cubin
+    assert KernelSignature.from_json((out / "signature.json").read_text()) == SIGNATURE
+    build_info = json.loads((out / "build.json").read_text())
+    assert build_info["arch"] == "sm_90a" and build_info["fmad"] is True and build_info["fast_math"] is False
+    host = (out / "row_scale_host.cu").read_text()
+    assert host == host_launcher_source(SIGNATURE)
+    loaded = load(out)
+    assert loaded.signature == SIGNATURE and loaded.cubin == kernel.cubin and loaded.options == kernel.options
+
+
+def test_host_launcher_declares_the_kernel_abi_and_computes_grid():
+    host = host_launcher_source(SIGNATURE)
+    assert "// Build: nvcc -gencode=arch=compute_90a,code=sm_90a row_scale.cu row_scale_host.cu -o row_scale" in host
+    assert 'extern "C" __global__ void row_scale(void* arg_X, void* arg_Y, float arg_s, long long sym_M);' in host
+    assert 'long long sym_M = (long long)arg_value(argc, argv, "M", true, 0);' in host
+    assert "dim3 grid((unsigned int)(sym_M), (unsigned int)(1LL), (unsigned int)(1LL));" in host
+    assert "size_t shared = (size_t)((256LL * 4LL));" in host
+    assert "if (!((sym_M >= 1LL))) {" in host
+    assert "void* arg_X = device_array<__nv_bfloat16>((size_t)sym_M * (size_t)256, true, false);" in host
+    assert "void* arg_Y = device_array<__nv_bfloat16>((size_t)sym_M * (size_t)256, false, false);" in host
+    assert "row_scale<<<grid, block, shared>>>(arg_X, arg_Y, arg_s, sym_M);" in host
+    assert "CHECK(cudaGetLastError());" in host
+    narrow = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), index_bits=32))
+    assert "float arg_s, int sym_M);" in host_launcher_source(narrow)
+
+
+def test_host_launcher_declaration_matches_the_kernel():
+    """With the pointer types spelled as in the kernel, the launcher's declaration must redeclare the
+    very function the kernel defines; extern "C" functions cannot overload, so a different arity or
+    scalar type is a compile error (shown with the 32-bit-index declaration)."""
+    from tilemlir.errors import CompileError
+    from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
+
+    def unit(signature):
+        line = [ln for ln in host_launcher_source(signature).splitlines() if ln.startswith('extern "C"')][0]
+        return SOURCE + line.replace("void*", "const __nv_bfloat16*", 1).replace("void*", "__nv_bfloat16*", 1) + "\n"
+
+    assert compile_cuda(unit(SIGNATURE), "row_scale", CompileOptions())[:4] == b"\x7fELF"
+    narrow = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), index_bits=32))
+    with pytest.raises(CompileError, match="row_scale"):
+        compile_cuda(unit(narrow), "row_scale", CompileOptions())
+
+
+def test_load_reports_a_broken_directory(tmp_path):
+    with pytest.raises(LaunchError, match="is not a loadable tilemlir artifact"):
+        load(tmp_path)
+    (tmp_path / "signature.json").write_text("{")
+    with pytest.raises(LaunchError, match="not valid JSON"):
+        load(tmp_path)
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_load_needs_no_mlir_and_checks_arguments(kernel, tmp_path):
+    out = kernel.export(tmp_path / "artifact")
+    stdout = run_python(f"""
+        import sys
+        import tilemlir.runtime as runtime
+        from tilemlir.errors import LaunchError
+        kernel = runtime.load({str(out)!r})
+        fake = type("Fake", (), {{"__cuda_array_interface__": {{"shape": (4, 128), "typestr": "<f4",
+                                                               "data": (1 << 40, False), "version": 3}}}})()
+        try:
+            kernel(fake, 2.0)
+        except LaunchError as exc:
+            print("error:", exc)
+        heavy = [m for m in ("torch_mlir", "tilemlir.mlir", "tilemlir.dialects", "tilemlir.passes",
+                             "tilemlir.frontend", "cuda.bindings.driver") if m in sys.modules]
+        print("heavy:", heavy)
+        print("signature:", kernel.signature.name, kernel.arch)
+    """)
+    assert "error: argument 'X': expected dtype bfloat16, got float32" in stdout
+    assert "heavy: []" in stdout
+    assert "signature: row_scale sm_90a" in stdout
+
+
+def test_import_time_of_the_runtime():
+    stdout = run_python("""
+        import time
+        start = time.perf_counter()
+        import tilemlir.runtime
+        from tilemlir.runtime import load, KernelSignature, CompiledKernel
+        print(time.perf_counter() - start)
+    """)
+    seconds = float(stdout.strip())
+    print(f"import tilemlir.runtime (with load, KernelSignature, CompiledKernel): {seconds:.3f} s")
+    assert seconds < 1.0

@@ -1,0 +1,46 @@
+"""`build`: CUDA source + signature -> CompiledKernel, through the disk cache and NVRTC."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from tilemlir.config import settings
+from tilemlir.runtime import cache
+from tilemlir.runtime.artifact import load
+from tilemlir.runtime.kernel import CompiledKernel
+from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, default_arch, normalize_arch
+from tilemlir.runtime.signature import KernelSignature
+
+log = logging.getLogger("tilemlir.runtime")
+
+
+def build(source: str, signature: KernelSignature, *, arch: str | None = None, fmad: bool = True,
+          fast_math: bool = False, use_cache: bool = True, apply_override: bool = True) -> CompiledKernel:
+    """Compile `source`, whose kernel follows `signature`, for `arch` (default:
+    the current GPU's, else sm_90a).
+
+    With ``TILEMLIR_CUDA_OVERRIDE`` set and holding ``<name>.cu``, that file
+    is compiled instead of `source` (unless `apply_override` is False).
+    Raises CompileError with NVRTC's log when the source does not compile."""
+    start = time.perf_counter()
+    config = settings()
+    if apply_override and config.cuda_override is not None:
+        override = config.cuda_override / f"{signature.name}.cu"
+        if override.is_file():
+            log.warning("TILEMLIR_CUDA_OVERRIDE: compiling %s instead of the generated source", override)
+            source = override.read_text()
+    options = CompileOptions(arch=normalize_arch(arch or default_arch()), fmad=fmad, fast_math=fast_math)
+    caching = use_cache and not config.disable_cache
+    key = cache.make_key(source, options, extra=signature.to_json()) if caching else None
+    if key is not None:
+        hit = cache.lookup(key)
+        if hit is not None:
+            kernel = load(hit)
+            log.debug("cache hit for %s (%s): %.4f s", signature.name, hit, time.perf_counter() - start)
+            return kernel
+    cubin = compile_cuda(source, signature.name, options)
+    if key is not None:
+        cache.store(key, source, cubin, signature, options)
+    log.debug("cold compile of %s for %s: %.3f s", signature.name, options.arch, time.perf_counter() - start)
+    return CompiledKernel(signature, source, cubin, options)

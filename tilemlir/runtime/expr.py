@@ -1,0 +1,242 @@
+"""The small expression language of kernel signatures, evaluated safely.
+
+Grid extents, dynamic shared bytes and `T.assume` facts are Python
+expressions over symbolic dims and scalar parameters, e.g. ``(M + 3) // 4``
+or ``N % 128 == 0 and M > 0``. They are parsed once with `ast`, checked
+against a whitelist, and turned into nested Python closures that read their
+names from a flat environment list: nothing is ever passed to `eval`.
+
+Allowed: int, float and bool constants; names; ``+ - * // %``; unary ``-``
+and ``+``; comparisons (chained too); ``and``, ``or``, ``not``; ``min(a, b, ...)``
+and ``max(a, b, ...)``. Everything else (attributes, subscripts, ``**``, ``/``,
+other calls, lambdas, ...) is rejected with the offending construct named.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any, Callable, Mapping, Sequence
+
+Env = Sequence[Any]
+Closure = Callable[[Env], Any]
+
+_BINARY = {
+    ast.Add: (operator.add, "+"),
+    ast.Sub: (operator.sub, "-"),
+    ast.Mult: (operator.mul, "*"),
+    ast.FloorDiv: (operator.floordiv, "//"),
+    ast.Mod: (operator.mod, "%"),
+}
+_COMPARE = {
+    ast.Eq: (operator.eq, "=="),
+    ast.NotEq: (operator.ne, "!="),
+    ast.Lt: (operator.lt, "<"),
+    ast.LtE: (operator.le, "<="),
+    ast.Gt: (operator.gt, ">"),
+    ast.GtE: (operator.ge, ">="),
+}
+_CALLS = {"min": min, "max": max}
+
+
+class ExprError(ValueError):
+    """An expression outside the allowed language, or naming an unknown name."""
+
+
+class Expr:
+    """One parsed, validated expression; `names` are its free names in first-seen order."""
+
+    def __init__(self, text: str):
+        self.text = text
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as exc:
+            raise ExprError(f"expression {text!r} is not valid Python: {exc.msg}") from None
+        self._root = tree.body
+        names: list[str] = []
+        self._validate(self._root, names)
+        self.names = tuple(names)
+
+    def __repr__(self) -> str:
+        return f"Expr({self.text!r})"
+
+    def _validate(self, node: ast.AST, names: list[str]) -> None:
+        if isinstance(node, ast.Constant):
+            if not isinstance(node.value, (bool, int, float)):
+                raise ExprError(f"expression {self.text!r}: constant {node.value!r} is not a number")
+            return
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                names.append(node.id)
+            return
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            children = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+            children = [node.operand]
+        elif isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            children = [node.left, *node.comparators]
+        elif isinstance(node, ast.BoolOp):
+            children = list(node.values)
+        elif isinstance(node, ast.Call) and self._is_min_max(node):
+            children = list(node.args)
+        else:
+            raise ExprError(f"expression {self.text!r}: {self._describe(node)} is not allowed "
+                            "(allowed: numbers, names, + - * // %, comparisons, and/or/not, min, max)")
+        for child in children:
+            self._validate(child, names)
+
+    @staticmethod
+    def _is_min_max(node: ast.Call) -> bool:
+        return (isinstance(node.func, ast.Name) and node.func.id in _CALLS and not node.keywords
+                and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args))
+
+    @staticmethod
+    def _describe(node: ast.AST) -> str:
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            op = getattr(node, "op", None) or node.ops[0]  # type: ignore[attr-defined]
+            return f"operator {type(op).__name__}"
+        if isinstance(node, ast.Call):
+            return f"call {ast.unparse(node.func)}(...)"
+        return f"{type(node).__name__} '{ast.unparse(node)}'"
+
+    def closure(self, slots: Mapping[str, int]) -> Closure:
+        """A function env -> value, where name `n` reads ``env[slots[n]]``."""
+        missing = [n for n in self.names if n not in slots]
+        if missing:
+            raise ExprError(f"expression {self.text!r} uses unknown name(s) {', '.join(missing)} "
+                            f"(known: {', '.join(slots) or 'none'})")
+        return _build(self._root, slots)
+
+    def constant(self) -> Any | None:
+        """The value when the expression has no names, else None."""
+        return _build(self._root, {})(()) if not self.names else None
+
+    def to_c(self, rename: Callable[[str], str]) -> str:
+        """C++ source for the expression over 64-bit ints, with names spelled by `rename`.
+
+        Uses the helpers `tl_floordiv`, `tl_floormod`, `tl_min`, `tl_max` that
+        keep Python's floor semantics (see the exported host launcher)."""
+        return _to_c(self._root, rename)
+
+
+def _build(node: ast.AST, slots: Mapping[str, int]) -> Closure:
+    closure = _build_node(node, slots)
+    if isinstance(node, ast.Name):
+        return closure
+    if not _free_names(node):
+        try:
+            value = closure(())
+        except ArithmeticError:
+            return closure  # fails at every call, with the caller's message
+        return lambda env: value
+    return closure
+
+
+def _free_names(node: ast.AST) -> bool:
+    callees = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return any(isinstance(n, ast.Name) and id(n) not in callees for n in ast.walk(node))
+
+
+def _build_node(node: ast.AST, slots: Mapping[str, int]) -> Closure:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda env: value
+    if isinstance(node, ast.Name):
+        slot = slots[node.id]
+        return lambda env: env[slot]
+    if isinstance(node, ast.BinOp):
+        fn = _BINARY[type(node.op)][0]
+        left, right = _build_node(node.left, slots), _build_node(node.right, slots)
+        return lambda env: fn(left(env), right(env))
+    if isinstance(node, ast.UnaryOp):
+        operand = _build_node(node.operand, slots)
+        if isinstance(node.op, ast.Not):
+            return lambda env: not operand(env)
+        if isinstance(node.op, ast.USub):
+            return lambda env: -operand(env)
+        return operand
+    if isinstance(node, ast.Compare):
+        return _build_compare(node, slots)
+    if isinstance(node, ast.BoolOp):
+        values = tuple(_build_node(v, slots) for v in node.values)
+        if isinstance(node.op, ast.And):
+            return lambda env: _all(values, env)
+        return lambda env: _any(values, env)
+    assert isinstance(node, ast.Call)
+    fn = _CALLS[node.func.id]  # type: ignore[attr-defined]
+    args = tuple(_build_node(a, slots) for a in node.args)
+    if len(args) == 2:
+        first, second = args
+        return lambda env: fn(first(env), second(env))
+    return lambda env: fn([a(env) for a in args])
+
+
+def _build_compare(node: ast.Compare, slots: Mapping[str, int]) -> Closure:
+    operands = [_build_node(node.left, slots)] + [_build_node(c, slots) for c in node.comparators]
+    ops = [_COMPARE[type(op)][0] for op in node.ops]
+    if len(ops) == 1:
+        fn, left, right = ops[0], operands[0], operands[1]
+        return lambda env: fn(left(env), right(env))
+    steps = tuple(zip(ops, operands[1:]))
+    first = operands[0]
+
+    def chained(env: Env) -> bool:
+        left = first(env)
+        for fn, operand in steps:
+            right = operand(env)
+            if not fn(left, right):
+                return False
+            left = right
+        return True
+
+    return chained
+
+
+def _all(values: tuple[Closure, ...], env: Env) -> Any:
+    result: Any = True
+    for value in values:
+        result = value(env)
+        if not result:
+            return result
+    return result
+
+
+def _any(values: tuple[Closure, ...], env: Env) -> Any:
+    result: Any = False
+    for value in values:
+        result = value(env)
+        if result:
+            return result
+    return result
+
+
+def _to_c(node: ast.AST, rename: Callable[[str], str]) -> str:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool):
+            return "true" if node.value else "false"
+        return f"{node.value}LL" if isinstance(node.value, int) else repr(float(node.value))
+    if isinstance(node, ast.Name):
+        return rename(node.id)
+    if isinstance(node, ast.BinOp):
+        left, right = _to_c(node.left, rename), _to_c(node.right, rename)
+        if isinstance(node.op, ast.FloorDiv):
+            return f"tl_floordiv({left}, {right})"
+        if isinstance(node.op, ast.Mod):
+            return f"tl_floormod({left}, {right})"
+        return f"({left} {_BINARY[type(node.op)][1]} {right})"
+    if isinstance(node, ast.UnaryOp):
+        symbol = {ast.Not: "!", ast.USub: "-", ast.UAdd: "+"}[type(node.op)]
+        return f"({symbol}{_to_c(node.operand, rename)})"
+    if isinstance(node, ast.Compare):
+        operands = [_to_c(node.left, rename)] + [_to_c(c, rename) for c in node.comparators]
+        parts = [f"({operands[i]} {_COMPARE[type(op)][1]} {operands[i + 1]})" for i, op in enumerate(node.ops)]
+        return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
+    if isinstance(node, ast.BoolOp):
+        joiner = " && " if isinstance(node.op, ast.And) else " || "
+        return "(" + joiner.join(_to_c(v, rename) for v in node.values) + ")"
+    assert isinstance(node, ast.Call)
+    args = [_to_c(a, rename) for a in node.args]
+    out = args[0]
+    for arg in args[1:]:
+        out = f"tl_{node.func.id}({out}, {arg})"  # type: ignore[attr-defined]
+    return out

@@ -1,0 +1,278 @@
+"""`CompiledKernel`: a signature, its CUDA source and cubin, callable on device arrays.
+
+A call checks the arguments (`ArgumentBinder`), allocates the `out_idx`
+outputs, evaluates the grid from the bound symbols and launches on the
+current stream: the `stream=` argument when given, else PyTorch's current
+stream when an argument is a torch tensor, else the stream an argument's
+`__cuda_array_interface__` names, else the legacy default stream. Arrays
+whose interface names another stream are waited for with an event.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from tilemlir.errors import LaunchError
+from tilemlir.runtime import driver
+from tilemlir.runtime.arrays import describe
+from tilemlir.runtime.checks import ArgumentBinder
+from tilemlir.runtime.dtypes import DTYPES
+from tilemlir.runtime.nvrtc import CompileOptions
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+
+log = logging.getLogger("tilemlir.runtime")
+
+
+class CompiledKernel:
+    """A launchable kernel. Thread-safe; modules load lazily, once per CUDA context."""
+
+    def __init__(self, signature: KernelSignature, source: str, cubin: bytes, options: CompileOptions):
+        self._signature = signature
+        self._source = source
+        self._cubin = cubin
+        self.options = options
+        self._binder = ArgumentBinder(signature)
+        inputs = self._binder.inputs
+        self._n_inputs = len(inputs)
+        self._input_names = tuple(p.name for p in inputs)
+        self._tensor_positions = tuple(i for i, p in enumerate(inputs) if isinstance(p, TensorParam))
+        self._input_params = signature.input_indices
+        self._packer = _ParamPacker(signature)
+        self._modules: dict[int, driver.LoadedModule] = {}
+        self._lock = threading.Lock()
+        self._constant_shared = signature.exprs.constant_shared  # None: an expression, known per call
+
+    # -- what it is ------------------------------------------------------------------
+    @property
+    def signature(self) -> KernelSignature:
+        return self._signature
+
+    @property
+    def name(self) -> str:
+        return self._signature.name
+
+    @property
+    def cubin(self) -> bytes:
+        return self._cubin
+
+    @property
+    def arch(self) -> str:
+        return self.options.arch
+
+    def cuda_source(self) -> str:
+        return self._source
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name} for {self.arch}>"
+
+    # -- hand tuning and artifacts ---------------------------------------------------
+    def with_cuda_source(self, source: str, *, fmad: bool | None = None, fast_math: bool | None = None,
+                         use_cache: bool = True) -> "CompiledKernel":
+        """A new kernel compiled from edited `source`, with this kernel's signature
+        (same argument checks, grid, outputs) and options unless overridden."""
+        from tilemlir.runtime.builder import build
+
+        return build(source, self._signature, arch=self.options.arch,
+                     fmad=self.options.fmad if fmad is None else fmad,
+                     fast_math=self.options.fast_math if fast_math is None else fast_math,
+                     use_cache=use_cache, apply_override=False)
+
+    def export(self, directory: str | Path) -> Path:
+        """Write `<name>.cu`, `<name>.cubin`, `signature.json`, `build.json` and a
+        standalone `<name>_host.cu` launcher into `directory`; returns it."""
+        from tilemlir.runtime.artifact import write_artifact
+
+        return write_artifact(Path(directory), self._signature, self._source, self._cubin, self.options)
+
+    # -- launching -------------------------------------------------------------------
+    def __call__(self, *args: Any, stream: Any = None) -> Any:
+        binder = self._binder
+        if len(args) != self._n_inputs:
+            binder.check_count(args)
+        explicit_stream = None if stream is None else stream_handle(stream)
+        dlpack_stream = explicit_stream if explicit_stream else 1
+        values = list(args)
+        names = self._input_names
+        for pos in self._tensor_positions:
+            values[pos] = describe(args[pos], names[pos], None, dlpack_stream)
+        env = binder.bind(values, None)
+        context, device = driver.current()
+        self._resolve_devices(values, device)
+        module = self._modules.get(context) or self._load(context)
+        outputs = self._allocate(binder.output_shapes(env), args, device)
+        grid = binder.grid(env)
+        shared = binder.shared_bytes(env)
+        if shared > module.max_dynamic_shared:
+            raise LaunchError(f"kernel {self.name!r} asks for {shared} bytes of dynamic shared memory; "
+                              f"cuda:{device} allows {module.max_dynamic_shared}")
+        handle = explicit_stream if explicit_stream is not None else self._current_stream(args, values, device)
+        self._wait_for_producers(values, handle)
+        if grid[0] and grid[1] and grid[2]:
+            pointers = self._pointers(values, outputs)
+            self._launch(module, grid, shared, handle, pointers, env)
+        if not outputs:
+            return None
+        arrays = tuple(array for _, array, _ in outputs)
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    def _resolve_devices(self, values: list[Any], device: int) -> None:
+        for pos in self._tensor_positions:
+            desc = values[pos]
+            if desc.device is None and desc.address:
+                values[pos] = desc._replace(device=driver.pointer_device(desc.address))
+        self._binder.check_devices(values, device)
+
+    def _load(self, context: int) -> driver.LoadedModule:
+        with self._lock:
+            module = self._modules.get(context)
+            if module is None:
+                module = driver.LoadedModule(self._cubin, self.name, self._constant_shared, self.arch)
+                self._modules[context] = module
+        return module
+
+    def _current_stream(self, args: Sequence[Any], values: list[Any], device: int) -> int:
+        torch = sys.modules.get("torch")
+        if torch is not None and any(isinstance(args[p], torch.Tensor) for p in self._tensor_positions):
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+        for pos in self._tensor_positions:
+            producer = values[pos].stream
+            if producer is not None:
+                return _legacy_as_null(producer)
+        return 0
+
+    def _wait_for_producers(self, values: list[Any], handle: int) -> None:
+        for pos in self._tensor_positions:
+            producer = values[pos].stream
+            if producer is not None and _legacy_as_null(producer) != handle:
+                driver.stream_wait(handle, producer)
+
+    def _allocate(self, shapes: list[tuple[int, tuple[int, ...]]], args: Sequence[Any],
+                  device: int) -> list[tuple[int, Any, int]]:
+        """(param index, array, data pointer) per output, allocated by the framework of the first array input."""
+        if not shapes:
+            return []
+        allocate = _allocator(args[self._tensor_positions[0]] if self._tensor_positions else None)
+        params = self._signature.params
+        return [(index, *allocate(shape, DTYPES[params[index].dtype], device, params[index].name))
+                for index, shape in shapes]
+
+    def _pointers(self, values: list[Any], outputs: list[tuple[int, Any, int]]) -> list[int]:
+        pointers = [0] * len(self._signature.params)
+        for pos in self._tensor_positions:
+            pointers[self._input_params[pos]] = values[pos].address
+        for index, _, pointer in outputs:
+            pointers[index] = pointer
+        return pointers
+
+    def _launch(self, module: driver.LoadedModule, grid: tuple[int, int, int], shared: int, handle: int,
+                pointers: list[int], env: list[Any]) -> None:
+        block = self._signature.block
+        cuda = driver.cuda()
+        with self._lock:
+            address = self._packer.fill(pointers, env)
+            (err,) = cuda.cuLaunchKernel(module.function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                         shared, driver.stream_object(handle), address, 0)
+        if int(err) != 0:
+            driver.check((err,), f"launching {self.name!r} with grid {grid}, block {block}, {shared} B shared")
+
+
+def stream_handle(stream: Any) -> int:
+    """A raw CUDA stream handle from an int, a torch/CuPy stream, a CUstream, or
+    anything with `__cuda_stream__`."""
+    if isinstance(stream, int):
+        return stream
+    for attribute in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        value = getattr(stream, attribute, None)
+        if isinstance(value, int):
+            return value
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    try:
+        return int(stream)  # cuda.bindings CUstream
+    except (TypeError, ValueError):
+        raise LaunchError(f"stream= must be a CUDA stream (int handle, torch/CuPy stream, CUstream), "
+                          f"got {type(stream).__name__}") from None
+
+
+def _legacy_as_null(handle: int) -> int:
+    return 0 if handle == 1 else handle  # the array interface's 1 is the legacy default stream, handle 0
+
+
+def _allocator(example: Any):
+    torch = sys.modules.get("torch")
+    module = type(example).__module__ if example is not None else ""
+    if (torch is not None and isinstance(example, torch.Tensor)) or (example is None and _importable("torch")):
+        return _torch_empty
+    if module.startswith("cupy") or (example is None and _importable("cupy")):
+        return _cupy_empty
+    raise LaunchError(f"cannot allocate outputs next to inputs of type {type(example).__name__}; "
+                      "pass torch tensors or CuPy arrays, or pass the output as an argument")
+
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+def _torch_empty(shape: tuple[int, ...], dtype: Any, device: int, name: str) -> tuple[Any, int]:
+    import torch
+
+    torch_dtype = getattr(torch, dtype.torch_name, None)
+    if torch_dtype is None:
+        raise LaunchError(f"output {name!r}: this torch has no dtype {dtype.torch_name}")
+    array = torch.empty(shape, dtype=torch_dtype, device=device)
+    return array, array.data_ptr()
+
+
+def _cupy_empty(shape: tuple[int, ...], dtype: Any, device: int, name: str) -> tuple[Any, int]:
+    import cupy
+
+    if dtype.typestr is None:
+        raise LaunchError(f"output {name!r}: CuPy has no {dtype.name} arrays; pass torch tensors instead")
+    with cupy.cuda.Device(device):
+        array = cupy.empty(shape, dtype=dtype.name)
+    return array, array.data.ptr
+
+
+class _ParamPacker:
+    """The kernel parameter block: one ctypes slot per CUDA parameter and the
+    array of their addresses, built once; a launch only stores new values."""
+
+    def __init__(self, signature: KernelSignature):
+        env_slot = {name: i for i, name in enumerate(signature.env_names)}
+        param_index = {p.name: i for i, p in enumerate(signature.params)}
+        symbol_type = ctypes.c_int32 if signature.index_bits == 32 else ctypes.c_int64
+        self._slots: list[Any] = []
+        pointer_sources, env_sources = [], []
+        for name in signature.cuda_params:
+            index = param_index.get(name)
+            param = signature.params[index] if index is not None else None
+            if isinstance(param, TensorParam):
+                slot = ctypes.c_void_p()
+                pointer_sources.append((slot, index))
+            else:
+                ctype = DTYPES[param.dtype].scalar_ctype if isinstance(param, ScalarParam) else symbol_type
+                slot = ctype()
+                env_sources.append((slot, env_slot[name]))
+            self._slots.append(slot)
+        self._pointer_sources = tuple(pointer_sources)
+        self._env_sources = tuple(env_sources)
+        self._array = (ctypes.c_void_p * max(len(self._slots), 1))(*[ctypes.addressof(s) for s in self._slots])
+        self.address = ctypes.addressof(self._array) if self._slots else 0
+
+    def fill(self, pointers: list[int], env: list[Any]) -> int:
+        for slot, index in self._pointer_sources:
+            slot.value = pointers[index]
+        for slot, index in self._env_sources:
+            slot.value = env[index]
+        return self.address

@@ -1,0 +1,150 @@
+"""CUDA C++ source -> cubin with NVRTC (cuda.bindings.nvrtc). Needs no GPU.
+
+Flags: ``-arch=sm_XX`` (a real arch, so NVRTC emits a cubin), ``-std=c++17``,
+``-default-device``, ``--fmad=true|false``, ``-use_fast_math`` only when asked,
+``-lineinfo``, and include dirs: the `nvidia-cuda-runtime` wheel's headers
+first (they match the pip NVRTC), then the CUDA toolkit's when one is installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tilemlir.errors import CompileError, Diagnostic
+
+log = logging.getLogger("tilemlir.runtime")
+
+DEFAULT_ARCH = "sm_90a"
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)([af]?)$")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What NVRTC is asked to do; part of the cache key."""
+
+    arch: str = DEFAULT_ARCH
+    fmad: bool = True
+    fast_math: bool = False
+    lineinfo: bool = True
+
+    def flags(self) -> list[str]:
+        flags = [f"-arch={self.arch}", "-std=c++17", "-default-device", f"--fmad={'true' if self.fmad else 'false'}"]
+        if self.fast_math:
+            flags.append("-use_fast_math")
+        if self.lineinfo:
+            flags.append("-lineinfo")
+        flags += [f"-I{d}" for d in include_dirs()]
+        return flags
+
+    def to_dict(self) -> dict[str, object]:
+        return {"arch": self.arch, "fmad": self.fmad, "fast_math": self.fast_math, "lineinfo": self.lineinfo}
+
+
+def normalize_arch(arch: str) -> str:
+    """'90a', 'sm_90a', 'compute_90a' -> 'sm_90a'; CompileError for archs NVRTC cannot target."""
+    match = _ARCH.match(arch.strip())
+    if not match:
+        raise CompileError(f"arch {arch!r} is not of the form sm_XX (e.g. sm_90a)")
+    number, suffix = int(match.group(1)), match.group(2)
+    supported = supported_archs()
+    if number not in supported:
+        raise CompileError(f"arch sm_{number}{suffix} is not supported by NVRTC {nvrtc_version()} "
+                           f"(supported: {', '.join(f'sm_{a}' for a in supported)})")
+    return f"sm_{number}{suffix}"
+
+
+def default_arch() -> str:
+    """The current device's arch ('sm_90a' on Hopper), or sm_90a when no GPU is usable."""
+    from tilemlir.runtime import driver
+
+    try:
+        return driver.current_arch()
+    except Exception as exc:  # no driver, no device: compile for the H200
+        log.debug("no usable GPU (%s); compiling for %s", exc, DEFAULT_ARCH)
+        return DEFAULT_ARCH
+
+
+def _nvrtc():
+    from cuda.bindings import nvrtc
+
+    return nvrtc
+
+
+def _check(result: tuple, what: str):
+    err = result[0]
+    if int(err) != 0:
+        nvrtc = _nvrtc()
+        message = nvrtc.nvrtcGetErrorString(err)[1]
+        raise CompileError(f"NVRTC {what} failed: {message.decode() if isinstance(message, bytes) else message}")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    major, minor = _check(_nvrtc().nvrtcVersion(), "version query")
+    return f"{major}.{minor}"
+
+
+@functools.cache
+def supported_archs() -> tuple[int, ...]:
+    return tuple(_check(_nvrtc().nvrtcGetSupportedArchs(), "arch query"))
+
+
+@functools.cache
+def include_dirs() -> tuple[str, ...]:
+    """Header dirs: the pip CUDA runtime headers, then the toolkit's (CUDA_HOME, /usr/local/cuda)."""
+    dirs: list[str] = []
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        wheel = find_nvidia_header_directory("cudart")
+        if wheel:
+            dirs.append(wheel)
+    except Exception as exc:  # pathfinder missing or no header dir: fall back to the toolkit
+        log.debug("cuda.pathfinder found no cudart headers: %s", exc)
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "include" / "cuda_runtime.h").is_file():
+            toolkit = str(Path(root) / "include")
+            if toolkit not in dirs:
+                dirs.append(toolkit)
+            break
+    return tuple(dirs)
+
+
+def compile_cuda(source: str, name: str, options: CompileOptions) -> bytes:
+    """Compile `source` (program name `<name>.cu`) to a cubin; CompileError with NVRTC's log on failure."""
+    nvrtc = _nvrtc()
+    start = time.perf_counter()
+    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "program creation")
+    try:
+        flags = [f.encode() for f in options.flags()]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+        program_log = _program_log(nvrtc, program)
+        if int(err) != 0:
+            raise CompileError(Diagnostic(
+                "error", f"NVRTC could not compile {name}.cu for {options.arch}:\n{program_log.rstrip()}"))
+        if program_log.strip():
+            log.debug("NVRTC log for %s.cu:\n%s", name, program_log.rstrip())
+        size = _check(nvrtc.nvrtcGetCUBINSize(program), "cubin size query")
+        cubin = b" " * size
+        _check((nvrtc.nvrtcGetCUBIN(program, cubin)[0], None), "cubin read")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    log.debug("NVRTC compiled %s.cu for %s in %.3f s (%d-byte cubin)", name, options.arch,
+              time.perf_counter() - start, len(cubin))
+    return cubin
+
+
+def _program_log(nvrtc, program) -> str:
+    size = _check(nvrtc.nvrtcGetProgramLogSize(program), "log size query")
+    if size <= 1:
+        return ""
+    buffer = b" " * size
+    _check((nvrtc.nvrtcGetProgramLog(program, buffer)[0], None), "log read")
+    return buffer.rstrip(b"\x00").decode(errors="replace")

@@ -1,0 +1,259 @@
+"""The kernel signature: everything the runtime needs to check arguments and launch.
+
+The emitter produces it next to the CUDA source; artifacts store it as
+``signature.json``. Schema (JSON object, version 1)::
+
+    {
+      "version": 1,
+      "name": "rmsnorm",                 # the extern "C" __global__ function's name
+      "params": [                        # the Python parameters, in Python order
+        {"kind": "tensor", "name": "X", "dtype": "bfloat16",
+         "shape": ["M", 4096],           # int = static dim, str = symbol name
+         "align": 16},                   # bytes the data pointer must be aligned to
+        {"kind": "scalar", "name": "eps", "dtype": "float32"}
+      ],
+      "symbols": ["M"],                  # symbolic dims, in first-seen order
+      "grid": ["(M + 3) // 4", "1", "1"],  # expressions over symbols and scalars
+      "block": [128, 1, 1],
+      "shared_bytes": 0,                 # dynamic shared memory: int or expression
+      "assumes": ["M % 4 == 0"],         # T.assume facts, checked at every launch
+      "out_idx": [2],                    # params the runtime allocates and returns
+      "cuda_params": ["X", "W", "Y", "eps", "M"],  # CUDA kernel parameter order
+      "index_bits": 64                   # 32: every tensor must have < 2**31 elements
+    }
+
+Dtype names are those of `tilemlir.runtime.dtypes`. Expressions use the
+language of `tilemlir.runtime.expr`. A `cuda_params` entry names a param or
+a symbol (the two share one namespace). Kernel parameter ABI, which the
+emitted kernel must follow: a tensor is a pointer to its first element; a
+symbol is ``long long`` (``int`` when ``index_bits == 32``); a scalar is its
+dtype's C++ type (`DType.cxx`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from tilemlir.errors import TilemlirError
+from tilemlir.runtime.dtypes import DTYPES
+from tilemlir.runtime.expr import Expr, ExprError
+
+SCHEMA_VERSION = 1
+MAX_STATIC_SHARED = 48 * 1024
+
+
+class SignatureError(TilemlirError, ValueError):
+    """A signature that is inconsistent or does not follow the schema."""
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    name: str
+    dtype: str
+    shape: tuple[int | str, ...]
+    align: int = 0  # 0: the element size
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(self.shape))
+        if self.dtype in DTYPES and self.align == 0:
+            object.__setattr__(self, "align", DTYPES[self.dtype].itemsize)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "tensor", "name": self.name, "dtype": self.dtype, "shape": list(self.shape), "align": self.align}
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    name: str
+    dtype: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "scalar", "name": self.name, "dtype": self.dtype}
+
+
+Param = Union[TensorParam, ScalarParam]
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    name: str
+    params: tuple[Param, ...]
+    symbols: tuple[str, ...]
+    grid: tuple[str, str, str]
+    block: tuple[int, int, int]
+    cuda_params: tuple[str, ...]
+    shared_bytes: int | str = 0
+    assumes: tuple[str, ...] = ()
+    out_idx: tuple[int, ...] = ()
+    index_bits: int = 64
+    exprs: "SignatureExprs" = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for attr in ("params", "symbols", "grid", "block", "cuda_params", "assumes", "out_idx"):
+            object.__setattr__(self, attr, tuple(getattr(self, attr)))
+        object.__setattr__(self, "grid", tuple(str(g) for g in self.grid))
+        _validate(self)
+        object.__setattr__(self, "exprs", SignatureExprs(self))
+
+    # -- views used by the runtime --------------------------------------------------
+    @property
+    def input_indices(self) -> tuple[int, ...]:
+        """Indices of the params the caller passes (all but `out_idx`), in order."""
+        outs = set(self.out_idx)
+        return tuple(i for i in range(len(self.params)) if i not in outs)
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        """Names in an expression environment: the symbols, then the scalar params."""
+        return self.symbols + tuple(p.name for p in self.params if isinstance(p, ScalarParam))
+
+    # -- JSON -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": SCHEMA_VERSION,
+            "name": self.name,
+            "params": [p.to_dict() for p in self.params],
+            "symbols": list(self.symbols),
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "shared_bytes": self.shared_bytes,
+            "assumes": list(self.assumes),
+            "out_idx": list(self.out_idx),
+            "cuda_params": list(self.cuda_params),
+            "index_bits": self.index_bits,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "KernelSignature":
+        if not isinstance(data, dict):
+            raise SignatureError(f"a signature is a JSON object, got {type(data).__name__}")
+        version = data.get("version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise SignatureError(f"signature schema version {version} is not supported (this runtime reads {SCHEMA_VERSION})")
+        try:
+            params = tuple(_param_from_dict(p) for p in data["params"])
+            return cls(
+                name=data["name"],
+                params=params,
+                symbols=tuple(data.get("symbols", ())),
+                grid=tuple(data["grid"]),
+                block=tuple(data["block"]),
+                cuda_params=tuple(data["cuda_params"]),
+                shared_bytes=data.get("shared_bytes", 0),
+                assumes=tuple(data.get("assumes", ())),
+                out_idx=tuple(data.get("out_idx", ())),
+                index_bits=data.get("index_bits", 64),
+            )
+        except KeyError as exc:
+            raise SignatureError(f"signature lacks the required key {exc.args[0]!r}") from None
+        except TypeError as exc:
+            raise SignatureError(f"malformed signature: {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelSignature":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SignatureError(f"signature is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+
+def _param_from_dict(data: dict[str, Any]) -> Param:
+    kind = data.get("kind")
+    if kind == "tensor":
+        return TensorParam(data["name"], data["dtype"], tuple(data["shape"]), data.get("align", 0))
+    if kind == "scalar":
+        return ScalarParam(data["name"], data["dtype"])
+    raise SignatureError(f"param {data.get('name')!r}: kind must be 'tensor' or 'scalar', got {kind!r}")
+
+
+class SignatureExprs:
+    """The signature's expressions compiled to closures over the environment
+    ``env = [symbol values..., scalar values...]`` (order of `env_names`)."""
+
+    def __init__(self, sig: KernelSignature):
+        slots = {name: i for i, name in enumerate(sig.env_names)}
+        try:
+            self.grid = tuple(Expr(g) for g in sig.grid)
+            self.grid_fns = tuple(e.closure(slots) for e in self.grid)
+            self.shared = Expr(str(sig.shared_bytes))
+            self.shared_fn = self.shared.closure(slots)
+            self.assumes = tuple(Expr(a) for a in sig.assumes)
+            self.assume_fns = tuple(e.closure(slots) for e in self.assumes)
+        except ExprError as exc:
+            raise SignatureError(f"kernel {sig.name!r}: {exc}") from None
+        self.constant_grid = tuple(e.constant() for e in self.grid) if not any(e.names for e in self.grid) else None
+        self.constant_shared = self.shared.constant()
+
+
+def _validate(sig: KernelSignature) -> None:
+    where = f"kernel {sig.name!r}"
+    if not isinstance(sig.name, str) or not sig.name.isidentifier():
+        raise SignatureError(f"kernel name {sig.name!r} is not an identifier")
+    names = [p.name for p in sig.params] + list(sig.symbols)
+    for name in names:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SignatureError(f"{where}: name {name!r} is not an identifier")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise SignatureError(f"{where}: names used twice among params and symbols: {', '.join(duplicates)}")
+    for p in sig.params:
+        _validate_param(where, p, sig.symbols)
+    _validate_symbols(where, sig)
+    if len(sig.grid) != 3 or len(sig.block) != 3:
+        raise SignatureError(f"{where}: grid and block need 3 entries each, got {len(sig.grid)} and {len(sig.block)}")
+    if not all(isinstance(b, int) and b >= 1 for b in sig.block) or sig.block[0] * sig.block[1] * sig.block[2] > 1024:
+        raise SignatureError(f"{where}: block {sig.block} must be positive ints with at most 1024 threads")
+    if not isinstance(sig.shared_bytes, (int, str)) or isinstance(sig.shared_bytes, bool):
+        raise SignatureError(f"{where}: shared_bytes must be an int or an expression string")
+    for i in sig.out_idx:
+        if not (isinstance(i, int) and 0 <= i < len(sig.params)) or not isinstance(sig.params[i], TensorParam):
+            raise SignatureError(f"{where}: out_idx entry {i!r} is not the index of a tensor param")
+    if len(set(sig.out_idx)) != len(sig.out_idx):
+        raise SignatureError(f"{where}: out_idx {list(sig.out_idx)} repeats an index")
+    if sorted(sig.cuda_params) != sorted(set(sig.cuda_params)) or not set(sig.cuda_params) <= set(names):
+        raise SignatureError(f"{where}: cuda_params {list(sig.cuda_params)} must name distinct params or symbols "
+                             f"(known: {', '.join(names)})")
+    missing = [p.name for p in sig.params if p.name not in sig.cuda_params]
+    if missing:
+        raise SignatureError(f"{where}: params {', '.join(missing)} are not passed to the CUDA kernel (cuda_params)")
+    if sig.index_bits not in (32, 64):
+        raise SignatureError(f"{where}: index_bits must be 32 or 64, got {sig.index_bits!r}")
+
+
+def _validate_param(where: str, p: Param, symbols: tuple[str, ...]) -> None:
+    if p.dtype not in DTYPES:
+        raise SignatureError(f"{where}: param {p.name!r} has unknown dtype {p.dtype!r} (known: {', '.join(DTYPES)})")
+    if isinstance(p, ScalarParam):
+        if DTYPES[p.dtype].scalar_ctype is None:
+            raise SignatureError(f"{where}: scalar param {p.name!r} cannot have dtype {p.dtype}")
+        return
+    for dim in p.shape:
+        if isinstance(dim, bool) or not isinstance(dim, (int, str)):
+            raise SignatureError(f"{where}: param {p.name!r} dim {dim!r} is neither an int nor a symbol name")
+        if isinstance(dim, int) and dim < 0:
+            raise SignatureError(f"{where}: param {p.name!r} has negative dim {dim}")
+        if isinstance(dim, str) and dim not in symbols:
+            raise SignatureError(f"{where}: param {p.name!r} dim {dim!r} is not a declared symbol ({', '.join(symbols) or 'none'})")
+    itemsize = DTYPES[p.dtype].itemsize
+    align = p.align
+    if not isinstance(align, int) or align < itemsize or align & (align - 1):
+        raise SignatureError(f"{where}: param {p.name!r} align {align!r} must be a power of two >= {itemsize} (its element size)")
+
+
+def _validate_symbols(where: str, sig: KernelSignature) -> None:
+    outs = set(sig.out_idx)
+    bound = {d for i, p in enumerate(sig.params) if isinstance(p, TensorParam) and i not in outs for d in p.shape}
+    unbound = [s for s in sig.symbols if s not in bound]
+    if unbound:
+        raise SignatureError(f"{where}: symbols {', '.join(unbound)} appear in no input tensor's shape, "
+                             "so no call can bind them")
