@@ -23,6 +23,7 @@ KNOBS = (
     Knob("TILEMLIR_CUDA_OVERRIDE", "directory of hand-edited <kernel>.cu files used instead of the generated source"),
     Knob("TILEMLIR_DISABLE_CACHE", "1 disables the disk cache"),
     Knob("TILEMLIR_PROVER_TIMEOUT_MS", "per-query Z3 timeout in milliseconds (default 50)"),
+    Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),
 )
 
 
@@ -33,6 +34,7 @@ class Settings:
     cuda_override: Path | None
     disable_cache: bool
     prover_timeout_ms: int
+    traceback: bool = False
 
 
 def _path(value: str | None) -> Path | None:
@@ -52,4 +54,5 @@ def settings() -> Settings:
         cuda_override=_path(env.get("TILEMLIR_CUDA_OVERRIDE")),
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),
         prover_timeout_ms=int(env.get("TILEMLIR_PROVER_TIMEOUT_MS") or 50),
+        traceback=_flag(env.get("TILEMLIR_TRACEBACK")),
     )
