@@ -13,14 +13,25 @@ import linecache
 from tilemlir.errors import Diagnostic, SourceLocation
 
 
+EXCERPT_WIDTH = 160
+
+
 def source_excerpt(loc: SourceLocation) -> str:
-    """The source line at `loc` with a caret under its column, or "" when unreadable."""
+    """The source line at `loc` with a caret under its column, or "" when unreadable.
+
+    A line longer than EXCERPT_WIDTH is cut to a window around the column."""
     text = linecache.getline(loc.file, loc.line)
     if not text:
         return ""
     text = text.rstrip("\n")
-    caret = " " * (max(loc.col, 1) - 1) + "^"
-    return f"{text}\n{caret}"
+    col = max(loc.col, 1) - 1
+    if len(text) > EXCERPT_WIDTH:
+        start = max(0, min(col - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+        head = "..." if start else ""
+        tail = "..." if start + EXCERPT_WIDTH < len(text) else ""
+        text = head + text[start : start + EXCERPT_WIDTH] + tail
+        col = col - start + len(head)
+    return f"{text}\n{' ' * col}^"
 
 
 def format_diagnostic(diag: Diagnostic, with_source: bool = True) -> str:
