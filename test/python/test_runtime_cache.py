@@ -29,6 +29,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TILEMLIR_DISABLE_CACHE", raising=False)
     monkeypatch.delenv("TILEMLIR_CUDA_OVERRIDE", raising=False)
+    monkeypatch.delenv("TILEMLIR_DUMP_DIR", raising=False)
     return tmp_path / "cache"
 
 
@@ -133,6 +134,12 @@ def test_cuda_override_directory_replaces_the_generated_source(tmp_path, monkeyp
     assert any("TILEMLIR_CUDA_OVERRIDE" in r.message and "axpy.cu" in r.message for r in caplog.records)
     other = SIGNATURE.__class__.from_dict(dict(SIGNATURE.to_dict(), name="axpy2"))
     assert build(SOURCE.replace("axpy(", "axpy2("), other, arch="sm_90a").cuda_source().count("axpy2(") == 1
+
+
+def test_dump_dir_receives_the_compiled_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_DUMP_DIR", str(tmp_path / "dump"))
+    build(SOURCE, SIGNATURE, arch="sm_90a")
+    assert (tmp_path / "dump" / "axpy.cu").read_text() == SOURCE
 
 
 def test_with_cuda_source_keeps_signature_and_options():

@@ -5,7 +5,8 @@ import struct
 import pytest
 
 from tilemlir.errors import CompileError
-from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, include_dirs, normalize_arch, nvrtc_version
+from tilemlir.runtime.nvrtc import (CompileOptions, compile_cuda, compile_ptx, include_dirs, normalize_arch,
+                                    nvrtc_version)
 
 BF16_FP8_KERNEL = r"""
 #include <cuda_bf16.h>
@@ -40,13 +41,17 @@ def test_compiles_bf16_and_fp8_kernel_for_sm90a():
     assert len(cubin) > 1000
 
 
-def test_fast_math_and_fmad_change_the_code():
+def test_fmad_and_fast_math_flags_reach_the_code():
     source = r'''extern "C" __global__ void f(float* y, const float* a, const float* b) {
-      y[threadIdx.x] = expf(a[threadIdx.x]) * b[threadIdx.x] + a[threadIdx.x]; }'''
-    plain = compile_cuda(source, "f", CompileOptions(fmad=False))
-    fused = compile_cuda(source, "f", CompileOptions(fmad=True))
-    fast = compile_cuda(source, "f", CompileOptions(fast_math=True))
-    assert len({plain, fused, fast}) == 3
+      int i = threadIdx.x;
+      y[i] = a[i] * b[i] + a[i] / b[i]; }'''
+    default = compile_ptx(source, "f", CompileOptions())
+    assert "fma.rn.f32" in default and "div.rn.f32" in default  # contraction on, IEEE division
+    no_fma = compile_ptx(source, "f", CompileOptions(fmad=False))
+    assert "fma.rn.f32" not in no_fma and "mul.rn.f32" in no_fma and "div.rn.f32" in no_fma
+    fast = compile_ptx(source, "f", CompileOptions(fast_math=True))
+    assert "div.rn.f32" not in fast and ("div.approx" in fast or "div.full" in fast)
+    assert ".target sm_90a" in default
     flags = CompileOptions(arch="sm_80", fmad=False, fast_math=True, lineinfo=False).flags()
     assert flags[:4] == ["-arch=sm_80", "-std=c++17", "-default-device", "--fmad=false"]
     assert "-use_fast_math" in flags and "-lineinfo" not in flags

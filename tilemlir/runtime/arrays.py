@@ -81,7 +81,7 @@ def _describe_torch(t: Any, name: str) -> ArrayDesc:
     dtype = _torch_dtypes.get(t.dtype)
     if dtype is None:
         dtype = _torch_dtype_name(t.dtype)
-    return ArrayDesc(t.shape, t.stride(), dtype, t.data_ptr(), device)
+    return ArrayDesc(t.shape, None if t.is_contiguous() else t.stride(), dtype, t.data_ptr(), device)
 
 
 def _torch_dtype_name(torch_dtype: Any) -> str:

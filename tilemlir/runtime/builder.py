@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from tilemlir.config import settings
 from tilemlir.runtime import cache
@@ -22,6 +23,7 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
 
     With ``TILEMLIR_CUDA_OVERRIDE`` set and holding ``<name>.cu``, that file
     is compiled instead of `source` (unless `apply_override` is False).
+    With ``TILEMLIR_DUMP_DIR`` set, the source compiled is written there as ``<name>.cu``.
     Raises CompileError with NVRTC's log when the source does not compile."""
     start = time.perf_counter()
     config = settings()
@@ -30,6 +32,8 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
         if override.is_file():
             log.warning("TILEMLIR_CUDA_OVERRIDE: compiling %s instead of the generated source", override)
             source = override.read_text()
+    if config.dump_dir is not None:
+        _dump(config.dump_dir, signature.name, source)
     options = CompileOptions(arch=normalize_arch(arch or default_arch()), fmad=fmad, fast_math=fast_math)
     caching = use_cache and not config.disable_cache
     key = cache.make_key(source, options, extra=signature.to_json()) if caching else None
@@ -44,3 +48,10 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
         cache.store(key, source, cubin, signature, options)
     log.debug("cold compile of %s for %s: %.3f s", signature.name, options.arch, time.perf_counter() - start)
     return CompiledKernel(signature, source, cubin, options)
+
+
+def _dump(directory: Path, name: str, source: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.cu"
+    path.write_text(source)
+    log.debug("TILEMLIR_DUMP_DIR: wrote %s", path)

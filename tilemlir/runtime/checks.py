@@ -10,7 +10,7 @@ Use from a backend (the CPU backend does exactly this with numpy arrays)::
 
     binder = ArgumentBinder(signature)          # once per kernel
     binder.check_count(args)                    # the caller's positional args
-    values = [describe_host(a) if isinstance(p, TensorParam) else a
+    values = [describe_host(a, p.name) if isinstance(p, TensorParam) else a
               for p, a in zip(binder.inputs, args)]
     env = binder.bind(values, device=HOST)      # raises LaunchError
     shapes = binder.output_shapes(env)          # [(param index, shape)] to allocate
@@ -131,7 +131,12 @@ class ArgumentBinder:
                     raise LaunchError(
                         f"argument {name!r}: dim {axis} is {got}, but symbol {shape_spec[axis]} = {bound} "
                         f"was bound by argument {other!r} dim {other_axis} (shapes must agree)")
-            _check_layout(name, desc, shape, align, self._index_limit)
+            if desc.strides is not None:
+                _check_strides(name, shape, desc.strides)
+            if desc.address % align:
+                _check_alignment(name, desc, shape, align)
+            if self._index_limit is not None:
+                _check_element_count(name, shape, self._index_limit)
             if device is not None and desc.device is not None and desc.device != device:
                 raise LaunchError(f"argument {name!r}: expected an array on {device_name(device)} "
                                   f"(the current device), got one on {device_name(desc.device)}")
@@ -210,23 +215,27 @@ class ArgumentBinder:
         return ", ".join(f"{n} = {v}" for n, v in zip(self.signature.env_names, env)) or "no symbols"
 
 
-def _check_layout(name: str, desc: ArrayDesc, shape: tuple[int, ...], align: int, index_limit: int | None) -> None:
-    strides = desc.strides
-    if strides is not None:
-        expected = 1
-        for axis in range(len(shape) - 1, -1, -1):
-            extent = shape[axis]
-            if extent != 1 and strides[axis] != expected:
-                raise LaunchError(f"argument {name!r}: expected a C-contiguous array (strides "
-                                  f"{_contiguous(shape)} in elements), got strides {tuple(strides)}; "
-                                  "call .contiguous() first")
-            expected *= extent
-    if desc.address % align and _numel(shape):
+def _check_strides(name: str, shape: Sequence[int], strides: Sequence[int]) -> None:
+    expected = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        extent = shape[axis]
+        if extent != 1 and strides[axis] != expected and _numel(shape):
+            raise LaunchError(f"argument {name!r}: expected a C-contiguous array (strides "
+                              f"{_contiguous(shape)} in elements), got strides {tuple(strides)}; "
+                              "call .contiguous() first")
+        expected *= extent
+
+
+def _check_alignment(name: str, desc: ArrayDesc, shape: Sequence[int], align: int) -> None:
+    if _numel(shape):
         raise LaunchError(f"argument {name!r}: data pointer {desc.address:#x} is not aligned to {align} bytes, "
                           "which the kernel's vector accesses need (a slice at an odd offset? copy it)")
-    if index_limit is not None and _numel(shape) >= index_limit:
+
+
+def _check_element_count(name: str, shape: Sequence[int], limit: int) -> None:
+    if _numel(shape) >= limit:
         raise LaunchError(f"argument {name!r}: {_numel(shape)} elements exceed the kernel's 32-bit indexing "
-                          f"(at most {index_limit - 1}); compile it with 64-bit indices")
+                          f"(at most {limit - 1}); compile it with 64-bit indices")
 
 
 def _dim_slots(shape: Sequence[int | str], symbol_slot: dict[str, int]) -> tuple[tuple[int, int], ...]:

@@ -120,8 +120,13 @@ def _narrowed(value: float, narrowed: float, name: str) -> None:
         raise OverflowError(f"{value!r} overflows {name}")
 
 
+_FLT_MAX = 3.4028234663852886e38
+
+
 def _float32(value: Any) -> float:
-    number = _as_float(value)
+    number = value if type(value) is float else _as_float(value)
+    if -_FLT_MAX <= number <= _FLT_MAX:
+        return number
     narrowed = ctypes.c_float(number).value
     _narrowed(number, narrowed, "float32")
     return number

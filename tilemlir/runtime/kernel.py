@@ -41,7 +41,8 @@ class CompiledKernel:
         self._n_inputs = len(inputs)
         self._input_names = tuple(p.name for p in inputs)
         self._tensor_positions = tuple(i for i, p in enumerate(inputs) if isinstance(p, TensorParam))
-        self._input_params = signature.input_indices
+        self._n_params = len(signature.params)
+        self._tensor_params = tuple((pos, signature.input_indices[pos]) for pos in self._tensor_positions)
         self._packer = _ParamPacker(signature)
         self._modules: dict[int, driver.LoadedModule] = {}
         self._lock = threading.Lock()
@@ -94,38 +95,53 @@ class CompiledKernel:
         binder = self._binder
         if len(args) != self._n_inputs:
             binder.check_count(args)
-        explicit_stream = None if stream is None else stream_handle(stream)
-        dlpack_stream = explicit_stream if explicit_stream else 1
+        explicit = None if stream is None else stream_handle(stream)
         values = list(args)
         names = self._input_names
         for pos in self._tensor_positions:
-            values[pos] = describe(args[pos], names[pos], None, dlpack_stream)
+            values[pos] = describe(args[pos], names[pos], None, explicit or 1)
         env = binder.bind(values, None)
         context, device = driver.current()
-        self._resolve_devices(values, device)
         module = self._modules.get(context) or self._load(context)
-        outputs = self._allocate(binder.output_shapes(env), args, device)
+        pointers, producers = self._gather(values, device)
+        outputs = self._allocate(binder.output_shapes(env), args, device) if self._signature.out_idx else ()
         grid = binder.grid(env)
         shared = binder.shared_bytes(env)
         if shared > module.max_dynamic_shared:
             raise LaunchError(f"kernel {self.name!r} asks for {shared} bytes of dynamic shared memory; "
                               f"cuda:{device} allows {module.max_dynamic_shared}")
-        handle = explicit_stream if explicit_stream is not None else self._current_stream(args, values, device)
-        self._wait_for_producers(values, handle)
+        handle = explicit if explicit is not None else self._current_stream(args, producers, device)
+        if producers:
+            for producer in producers:
+                if _legacy_as_null(producer) != handle:
+                    driver.stream_wait(handle, producer)
         if grid[0] and grid[1] and grid[2]:
-            pointers = self._pointers(values, outputs)
+            for index, _, pointer in outputs:
+                pointers[index] = pointer
             self._launch(module, grid, shared, handle, pointers, env)
         if not outputs:
             return None
-        arrays = tuple(array for _, array, _ in outputs)
-        return arrays[0] if len(arrays) == 1 else arrays
+        return outputs[0][1] if len(outputs) == 1 else tuple(array for _, array, _ in outputs)
 
-    def _resolve_devices(self, values: list[Any], device: int) -> None:
-        for pos in self._tensor_positions:
+    def _gather(self, values: list[Any], device: int) -> tuple[list[int], list[int] | None]:
+        """Data pointers by param index and the producer streams of the inputs; checks each input's device."""
+        pointers = [0] * self._n_params
+        producers = None
+        for pos, index in self._tensor_params:
             desc = values[pos]
-            if desc.device is None and desc.address:
-                values[pos] = desc._replace(device=driver.pointer_device(desc.address))
+            if desc.device != device:
+                desc = self._check_device(values, pos, device)
+            if desc.stream is not None:
+                producers = (producers or []) + [desc.stream]
+            pointers[index] = desc.address
+        return pointers, producers
+
+    def _check_device(self, values: list[Any], pos: int, device: int) -> Any:
+        desc = values[pos]
+        if desc.device is None and desc.address:  # array interface: ask the driver where the pointer lives
+            values[pos] = desc = desc._replace(device=driver.pointer_device(desc.address))
         self._binder.check_devices(values, device)
+        return desc
 
     def _load(self, context: int) -> driver.LoadedModule:
         with self._lock:
@@ -135,22 +151,12 @@ class CompiledKernel:
                 self._modules[context] = module
         return module
 
-    def _current_stream(self, args: Sequence[Any], values: list[Any], device: int) -> int:
-        torch = sys.modules.get("torch")
-        if torch is not None and any(isinstance(args[p], torch.Tensor) for p in self._tensor_positions):
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
-        for pos in self._tensor_positions:
-            producer = values[pos].stream
-            if producer is not None:
-                return _legacy_as_null(producer)
-        return 0
-
-    def _wait_for_producers(self, values: list[Any], handle: int) -> None:
-        for pos in self._tensor_positions:
-            producer = values[pos].stream
-            if producer is not None and _legacy_as_null(producer) != handle:
-                driver.stream_wait(handle, producer)
+    def _current_stream(self, args: Sequence[Any], producers: list[int] | None, device: int) -> int:
+        if self._tensor_positions:
+            torch = sys.modules.get("torch")
+            if torch is not None and isinstance(args[self._tensor_positions[0]], torch.Tensor):
+                return _torch_current_stream(torch, device)
+        return _legacy_as_null(producers[0]) if producers else 0
 
     def _allocate(self, shapes: list[tuple[int, tuple[int, ...]]], args: Sequence[Any],
                   device: int) -> list[tuple[int, Any, int]]:
@@ -161,14 +167,6 @@ class CompiledKernel:
         params = self._signature.params
         return [(index, *allocate(shape, DTYPES[params[index].dtype], device, params[index].name))
                 for index, shape in shapes]
-
-    def _pointers(self, values: list[Any], outputs: list[tuple[int, Any, int]]) -> list[int]:
-        pointers = [0] * len(self._signature.params)
-        for pos in self._tensor_positions:
-            pointers[self._input_params[pos]] = values[pos].address
-        for index, _, pointer in outputs:
-            pointers[index] = pointer
-        return pointers
 
     def _launch(self, module: driver.LoadedModule, grid: tuple[int, int, int], shared: int, handle: int,
                 pointers: list[int], env: list[Any]) -> None:
@@ -199,6 +197,11 @@ def stream_handle(stream: Any) -> int:
     except (TypeError, ValueError):
         raise LaunchError(f"stream= must be a CUDA stream (int handle, torch/CuPy stream, CUstream), "
                           f"got {type(stream).__name__}") from None
+
+
+def _torch_current_stream(torch: Any, device: int) -> int:
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def _legacy_as_null(handle: int) -> int:

@@ -85,14 +85,25 @@ def _check(result: tuple, what: str):
     return result[1] if len(result) == 2 else result[1:]
 
 
-@functools.cache
 def nvrtc_version() -> str:
+    """"major.minor" of the NVRTC that compiles (memoized on disk, see toolchain.py)."""
+    from tilemlir.runtime.toolchain import nvrtc_facts
+
+    return nvrtc_facts()[0]
+
+
+def supported_archs() -> tuple[int, ...]:
+    from tilemlir.runtime.toolchain import nvrtc_facts
+
+    return nvrtc_facts()[1]
+
+
+def query_version() -> str:
     major, minor = _check(_nvrtc().nvrtcVersion(), "version query")
     return f"{major}.{minor}"
 
 
-@functools.cache
-def supported_archs() -> tuple[int, ...]:
+def query_archs() -> tuple[int, ...]:
     return tuple(_check(_nvrtc().nvrtcGetSupportedArchs(), "arch query"))
 
 
@@ -119,26 +130,39 @@ def include_dirs() -> tuple[str, ...]:
 
 def compile_cuda(source: str, name: str, options: CompileOptions) -> bytes:
     """Compile `source` (program name `<name>.cu`) to a cubin; CompileError with NVRTC's log on failure."""
-    nvrtc = _nvrtc()
     start = time.perf_counter()
+    cubin = _compile(source, name, options, options.flags(), "CUBIN")
+    log.debug("NVRTC compiled %s.cu for %s in %.3f s (%d-byte cubin)", name, options.arch,
+              time.perf_counter() - start, len(cubin))
+    return cubin
+
+
+def compile_ptx(source: str, name: str, options: CompileOptions) -> str:
+    """The PTX NVRTC makes of `source` for the virtual arch of `options.arch` (for
+    reading what the flags did; launches use `compile_cuda`'s cubin)."""
+    virtual = options.arch.replace("sm_", "compute_", 1)
+    flags = [f"-arch={virtual}", *options.flags()[1:]]
+    return _compile(source, name, options, flags, "PTX").rstrip(b"\x00").decode()
+
+
+def _compile(source: str, name: str, options: CompileOptions, flags: list[str], output: str) -> bytes:
+    nvrtc = _nvrtc()
     program = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "program creation")
     try:
-        flags = [f.encode() for f in options.flags()]
-        (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+        encoded = [f.encode() for f in flags]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         program_log = _program_log(nvrtc, program)
         if int(err) != 0:
             raise CompileError(Diagnostic(
                 "error", f"NVRTC could not compile {name}.cu for {options.arch}:\n{program_log.rstrip()}"))
         if program_log.strip():
             log.debug("NVRTC log for %s.cu:\n%s", name, program_log.rstrip())
-        size = _check(nvrtc.nvrtcGetCUBINSize(program), "cubin size query")
-        cubin = b" " * size
-        _check((nvrtc.nvrtcGetCUBIN(program, cubin)[0], None), "cubin read")
+        size = _check(getattr(nvrtc, f"nvrtcGet{output}Size")(program), f"{output} size query")
+        image = b" " * size
+        _check((getattr(nvrtc, f"nvrtcGet{output}")(program, image)[0], None), f"{output} read")
+        return image
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    log.debug("NVRTC compiled %s.cu for %s in %.3f s (%d-byte cubin)", name, options.arch,
-              time.perf_counter() - start, len(cubin))
-    return cubin
 
 
 def _program_log(nvrtc, program) -> str:

@@ -1,0 +1,108 @@
+"""NVRTC's version and supported archs, without loading NVRTC on a warm start.
+
+Loading libnvrtc costs tens of milliseconds, more than everything else a
+process does to launch a cached kernel. Cache keys need NVRTC's version,
+so it is memoized in ``<cache dir>/toolchain.json`` under a fingerprint of
+every NVRTC library the loader could pick (path, size, mtime in the pip
+wheels, conda, CUDA_HOME/CUDA_PATH, /usr/local/cuda and the system library
+dirs) plus the cuda-bindings version. Installing, upgrading or removing an
+NVRTC in any of those places changes the fingerprint, and the next process
+asks NVRTC itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from tilemlir.config import settings
+
+log = logging.getLogger("tilemlir.runtime")
+
+MEMO_FILE = "toolchain.json"
+_SYSTEM_LIB_DIRS = ("/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
+
+
+def library_candidates() -> list[str]:
+    """Every libnvrtc the dynamic-library search could load, sorted."""
+    dirs: list[str] = []
+    for entry in sys.path:
+        if entry and os.path.isdir(os.path.join(entry, "nvidia")):
+            dirs += glob.glob(os.path.join(entry, "nvidia", "*", "lib"))
+    for variable in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(variable)
+        if root:
+            dirs += [os.path.join(root, "lib"), os.path.join(root, "lib64")]
+    dirs += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    dirs += _SYSTEM_LIB_DIRS
+    found = set()
+    for directory in dirs:
+        found.update(glob.glob(os.path.join(directory, "libnvrtc.so*")))
+    return sorted(found)
+
+
+def fingerprint() -> str:
+    parts = [_bindings_version()]
+    for path in library_candidates():
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _bindings_version() -> str:
+    try:
+        from cuda.bindings._version import __version__
+    except ImportError:
+        return "cuda-bindings unknown"
+    return f"cuda-bindings {__version__}"
+
+
+@functools.cache
+def nvrtc_facts() -> tuple[str, tuple[int, ...]]:
+    """(NVRTC version "major.minor", supported sm numbers), from the memo or from NVRTC."""
+    key = fingerprint()
+    memo = settings().cache_dir / MEMO_FILE
+    entry = _read_memo(memo).get(key)
+    if entry is not None:
+        return entry["version"], tuple(entry["archs"])
+    from tilemlir.runtime import nvrtc
+
+    version, archs = nvrtc.query_version(), nvrtc.query_archs()
+    _write_memo(memo, key, {"version": version, "archs": list(archs)})
+    log.debug("asked NVRTC for its version (%s) and archs; memoized in %s", version, memo)
+    return version, archs
+
+
+def _read_memo(memo: Path) -> dict:
+    try:
+        data = json.loads(memo.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_memo(memo: Path, key: str, entry: dict) -> None:
+    """Atomic replace; a failure (read-only cache dir) only costs the next process a query."""
+    staging = None
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        data = _read_memo(memo)
+        data[key] = entry
+        handle, staging = tempfile.mkstemp(prefix=".toolchain-", dir=memo.parent)
+        with os.fdopen(handle, "w") as out:
+            json.dump(data, out, indent=1)
+        os.replace(staging, memo)
+    except OSError as exc:
+        log.debug("could not memoize the NVRTC facts in %s: %s", memo, exc)
+        if staging is not None and os.path.exists(staging):
+            os.unlink(staging)
