@@ -306,8 +306,6 @@ class KernelOp(Tile.Operation, name="kernel"):
         if not 1 <= rank <= 3:
             return f"must have 1 to 3 grid extents, got {rank}"
         threads = _int_attr(self, "threads")
-        if threads is None:
-            return "requires an integer 'threads' attribute"
         if not 1 <= threads <= MAX_THREADS:
             return f"'threads' must be in 1..{MAX_THREADS}, got {threads}"
         return _check_positive_extents(self.operation.operands, "grid extent")
@@ -325,8 +323,6 @@ class _AllocOp(Tile.Operation):
     @_checked
     def verify_invariants(self):
         type_ = self.operation.results[0].type
-        if not _is_memref(type_):
-            return f"result must be a memref, got {type_}"
         space = memory_space(type_)
         if space != self.SPACE:
             return f'result memory space must be "{self.SPACE}", got {_space_name(space)}'
@@ -420,8 +416,6 @@ class PipelinedOp(Tile.Operation, name="pipelined"):
     @_checked
     def verify_invariants(self):
         stages = _int_attr(self, "num_stages")
-        if stages is None:
-            return "requires an integer 'num_stages' attribute"
         if stages < 1:
             return f"'num_stages' must be >= 1, got {stages}"
         step = _constant_index(self.operation.operands[2])
@@ -476,8 +470,6 @@ class CopyOp(Tile.Operation, name="copy"):
     @_checked
     def verify_invariants(self):
         operands = list(self.operation.operands)
-        if len(operands) < 2 or not all(_is_memref(v.type) for v in operands[:2]):
-            return "src and dst must be memrefs"
         src, dst = operands[0].type, operands[1].type
         offsets = operands[2:]
         if len(offsets) != src.rank + dst.rank:
@@ -488,7 +480,7 @@ class CopyOp(Tile.Operation, name="copy"):
         if memory_space(src) is None and memory_space(dst) is None:
             return "cannot copy global to global: one side must be shared, fragment or local"
         shape_attr = self.operation.attributes["shape"]
-        if not isinstance(shape_attr, ir.ArrayAttr) or not all(isinstance(a, ir.IntegerAttr) for a in shape_attr):
+        if not all(isinstance(a, ir.IntegerAttr) for a in shape_attr):
             return "'shape' must be an array of integers"
         shape = [a.value for a in shape_attr]
         if not shape:
