@@ -79,7 +79,9 @@ def _format(value: Any) -> str:
 REGISTRY: dict[str, PassInfo] = {}
 
 # Modules that register passes; importing them fills REGISTRY.
-_PASS_MODULES: list[str] = []
+_PASS_MODULES: list[str] = [
+    "tilemlir.passes.test_diagnostics",
+]
 
 
 def register_pass(name: str, description: str, options: type = NoOptions):
@@ -105,17 +107,27 @@ def lookup(name: str) -> PassInfo | None:
 
 
 def as_mlir_pass(info: PassInfo, options: Any) -> Callable:
-    """The callable `PassManager.add` takes: runs the pass and turns CompileError into pass failure."""
+    """The callable `PassManager.add` takes: runs the pass and turns CompileError into pass failure.
+
+    Any other exception is a bug in the pass; inside a diagnostic scope it is
+    reported as an internal compiler error instead of escaping (no traceback
+    for the user unless TILEMLIR_TRACEBACK is set).
+    """
 
     def run(op, pass_):
+        sink = diag.active_sink()
         try:
             info.run(op, options)
         except CompileError as err:
-            sink = diag.active_sink()
             if sink is None:
                 raise
             for d in err.diagnostics:
                 sink.add(d)
+            pass_.signal_pass_failure()
+        except Exception as exc:
+            if sink is None:
+                raise
+            sink.add(diag.internal_error(info.name, exc, op))
             pass_.signal_pass_failure()
 
     return run

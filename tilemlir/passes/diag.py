@@ -1,17 +1,21 @@
-"""How passes report located errors and remarks.
+"""How passes report located errors, remarks and statistics.
 
-A pass raises `CompileError` (built with `error(op, ...)`) or records a remark
-with `remark(op, ...)`. The pass wrapper in `tilemlir.passes` catches the
-error, files its diagnostics into the active `DiagnosticSink` and signals
-pass failure; tools print the sink, `--verify-diagnostics` matches it.
+A pass raises `CompileError` (built with `error(op, ...)`), records a remark
+with `remark(op, ...)` or a warning with `warning(op, ...)`, and counts what
+it did with `statistic("guards-proved", n)`. The pass wrapper in
+`tilemlir.passes` catches the error, files its diagnostics into the active
+`DiagnosticSink` and signals pass failure; tools print the sink,
+`--verify-diagnostics` matches it and `--pass-statistics` prints the counters.
 """
 
 from __future__ import annotations
 
 import contextvars
 import re
+import traceback
 from dataclasses import dataclass, field
 
+from tilemlir.config import settings
 from tilemlir.errors import CompileError, Diagnostic, SourceLocation
 from tilemlir.mlir import ir
 
@@ -39,12 +43,52 @@ def error(where, message: str, notes: list[Diagnostic] | tuple = ()) -> CompileE
     return CompileError([Diagnostic("error", message, source_location(where), tuple(notes))])
 
 
+def internal_error(pass_name: str, exc: BaseException, where=None) -> Diagnostic:
+    """The diagnostic of a Python exception raised inside pass `pass_name` (a bug in the pass).
+
+    With TILEMLIR_TRACEBACK=1 the traceback comes along as a note.
+    """
+    notes = ()
+    if settings().traceback:
+        text = "".join(traceback.format_exception(exc)).rstrip()
+        notes = (Diagnostic("note", f"Python traceback:\n{text}"),)
+    message = f"internal compiler error in pass '{pass_name}': {type(exc).__name__}: {exc}"
+    return Diagnostic("error", message, source_location(where) if where is not None else None, notes)
+
+
+_SEVERITIES = {
+    ir.DiagnosticSeverity.ERROR: "error",
+    ir.DiagnosticSeverity.WARNING: "warning",
+    ir.DiagnosticSeverity.REMARK: "remark",
+    ir.DiagnosticSeverity.NOTE: "note",
+}
+
+
+def from_mlir(diagnostic) -> Diagnostic:
+    """A tilemlir Diagnostic from an MLIR one (an `ir.Diagnostic` or an MLIRError's `DiagnosticInfo`)."""
+    return Diagnostic(
+        _SEVERITIES.get(diagnostic.severity, "error"),
+        diagnostic.message,
+        source_location(diagnostic.location),
+        tuple(from_mlir(n) for n in diagnostic.notes),
+    )
+
+
+@dataclass
+class Statistic:
+    value: int = 0
+    description: str = ""
+
+
 @dataclass
 class DiagnosticSink:
-    """Diagnostics collected while a pipeline runs, in the order they were reported."""
+    """Diagnostics collected while a pipeline runs, in the order they were reported,
+    and the statistics of each pass (`statistics[pass name][counter name]`)."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     mlir_locations: dict[int, ir.Location] = field(default_factory=dict)
+    statistics: dict[str, dict[str, Statistic]] = field(default_factory=dict)
+    current_pass: str | None = None
 
     def add(self, diag: Diagnostic) -> None:
         self.diagnostics.append(diag)
@@ -81,3 +125,26 @@ def remark(where, message: str) -> None:
     sink = active_sink()
     if sink is not None:
         sink.add(Diagnostic("remark", message, source_location(where)))
+
+
+def warning(where, message: str) -> None:
+    """Record a warning: something the user should know that does not stop compilation."""
+    sink = active_sink()
+    if sink is not None:
+        sink.add(Diagnostic("warning", message, source_location(where)))
+
+
+def statistic(name: str, value: int = 1, description: str = "") -> None:
+    """Add `value` to the counter `name` of the pass now running (shown by `--pass-statistics`).
+
+    Counters start at 0 and accumulate across calls within one pipeline run;
+    outside a run (no active sink) this does nothing.
+    """
+    sink = active_sink()
+    if sink is None:
+        return
+    counters = sink.statistics.setdefault(sink.current_pass or "<no pass>", {})
+    stat = counters.setdefault(name, Statistic())
+    stat.value += value
+    if description:
+        stat.description = description
