@@ -1,0 +1,171 @@
+"""Loop-level MLIR (scf/memref/arith/math/vector, no memory spaces) -> LLVM IR -> machine code.
+
+`to_llvm_ir` runs the upstream conversions (narrow-float arithmetic widened
+to f32 and narrow-float casts expanded first, see `expand-narrow-floats`);
+`JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
+for the host CPU and JIT-compiles it with MCJIT.
+
+The MLIR bindings carry a newer LLVM than llvmlite. Its IR printer writes
+float constants in forms the older parser rejects (`f0x33800000`,
+`+qnan`, non-exact decimals such as `float 1.000000e-01`), so before
+translation every float constant becomes an integer constant, `freeze`d
+(which the translator cannot constant-fold) and bitcast; llvmlite's
+optimizer folds it back.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+
+import llvmlite.binding as llvm
+
+from tilemlir.errors import CompileError
+from tilemlir.mlir import MLIRError, PassManager, ir, llvm as llvm_dialect, translate_module_to_llvmir
+
+NARROW_TYPES = "f16,bf16,f8E4M3FN,f8E5M2"
+
+_BEFORE_CASTS = (
+    "builtin.module("
+    "lower-affine,"
+    f"func.func(arith-emulate-unsupported-floats{{source-types={NARROW_TYPES} target-type=f32}}),"
+    "math-extend-to-supported-types,"
+    "canonicalize)"
+)
+_AFTER_CASTS = (
+    "builtin.module("
+    "arith-expand,"
+    "convert-vector-to-scf,"
+    "convert-scf-to-cf,"
+    "convert-math-to-llvm,"
+    "convert-math-to-libm,"
+    "expand-strided-metadata,"
+    "finalize-memref-to-llvm,"
+    "convert-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+def to_llvm_ir(module: ir.Module) -> str:
+    """Lower `module` (in place) to the LLVM dialect and translate it to LLVM IR text."""
+    from tilemlir.passes import cpu_expand_narrow_floats
+
+    with module.context:
+        _run(module, _BEFORE_CASTS)
+        cpu_expand_narrow_floats.run(module.operation, None)
+        _run(module, _AFTER_CASTS)
+        _check_fully_lowered(module)
+        _opaque_float_constants(module)
+        return translate_module_to_llvmir(module.operation)
+
+
+def _run(module: ir.Module, pipeline: str) -> None:
+    try:
+        PassManager.parse(pipeline).run(module.operation)
+    except MLIRError as exc:
+        messages = "; ".join(d.message for d in exc.error_diagnostics) or str(exc)
+        raise CompileError(f"CPU backend: lowering to LLVM failed: {messages}") from None
+
+
+def _check_fully_lowered(module: ir.Module) -> None:
+    leftovers: list[str] = []
+
+    def visit(op):
+        name = op.name
+        if not (name.startswith("llvm.") or name == "builtin.module") and name not in leftovers:
+            leftovers.append(name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if leftovers:
+        raise CompileError(f"CPU backend: cannot lower {', '.join(leftovers)} to LLVM")
+
+
+def _opaque_float_constants(module: ir.Module) -> None:
+    constants = []
+
+    def visit(op):
+        if op.name == "llvm.mlir.constant" and _float_element(op.results[0].type) is not None:
+            constants.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in constants:
+        type_ = op.results[0].type
+        element = _float_element(type_)
+        int_element = ir.IntegerType.get_signless(element.width)
+        attr = op.attributes["value"]
+        with op.location, ir.InsertionPoint(op):
+            if isinstance(type_, ir.VectorType):
+                int_type = ir.VectorType.get(type_.shape, int_element)
+                values = [_float_bits(float(v), element) for v in ir.DenseFPElementsAttr(attr)]
+                bits_attr = ir.DenseElementsAttr.get(
+                    [ir.IntegerAttr.get(int_element, _signed(v, element.width)) for v in values], type=int_type
+                )
+            else:
+                int_type = int_element
+                bits_attr = ir.IntegerAttr.get(int_element, _signed(_float_bits(ir.FloatAttr(attr).value, element), element.width))
+            bits = llvm_dialect.ConstantOp(int_type, bits_attr).result
+            value = llvm_dialect.bitcast(type_, llvm_dialect.freeze(bits))
+        op.results[0].replace_all_uses_with(value)
+        op.erase()
+
+
+def _float_element(type_: ir.Type) -> ir.FloatType | None:
+    element = type_.element_type if isinstance(type_, ir.VectorType) else type_
+    return element if isinstance(element, ir.FloatType) else None
+
+
+def _float_bits(value: float, type_: ir.FloatType) -> int:
+    name = str(type_)
+    if name == "f64":
+        return struct.unpack("<Q", struct.pack("<d", value))[0]
+    if name == "f16":
+        return struct.unpack("<H", struct.pack("<e", value))[0]
+    f32_bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    if name == "bf16":
+        return f32_bits >> 16  # bf16 constants are exact in f32, so truncating the bits is exact
+    if name == "f32":
+        return f32_bits
+    raise CompileError(f"CPU backend: float constant of type {name} has no LLVM form")
+
+
+def _signed(bits: int, width: int) -> int:
+    return bits - (1 << width) if bits >= 1 << (width - 1) else bits
+
+
+def _initialize() -> None:
+    global _initialized
+    with _init_lock:
+        if not _initialized:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _initialized = True
+
+
+class JitModule:
+    """LLVM IR text optimized (O2, host CPU) and compiled in memory; keeps the engine alive."""
+
+    def __init__(self, llvm_ir: str):
+        _initialize()
+        module = llvm.parse_assembly(llvm_ir)
+        module.verify()
+        target = llvm.Target.from_default_triple()
+        self._machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
+        )
+        tuning = llvm.create_pipeline_tuning_options(speed_level=2)
+        builder = llvm.create_pass_builder(self._machine, tuning)
+        builder.getModulePassManager().run(module, builder)
+        self._engine = llvm.create_mcjit_compiler(module, self._machine)
+        self._engine.finalize_object()
+        self.optimized_ir = str(module)
+
+    def address(self, symbol: str) -> int:
+        address = self._engine.get_function_address(symbol)
+        if not address:
+            raise CompileError(f"CPU backend: JIT module has no function '{symbol}'")
+        return address

@@ -1,0 +1,149 @@
+"""`build` and `CpuKernel`: a tile-level or thread-level kernel made callable on numpy arrays.
+
+    kernel = build(module, signature, level="tile")   # or level="thread"
+    y = kernel(x, w, 1e-6)                            # numpy arrays (ml_dtypes for bf16/fp8)
+
+A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
+`LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
+alignment, scalar ranges, `T.assume` facts), allocates the `out_idx`
+outputs (filled with NaN where the dtype has one, so unwritten elements
+show), runs the JIT-compiled function and returns the outputs (one array,
+a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from tilemlir.backends.cpu.native import NativeFunction
+from tilemlir.backends.cpu.signature import entry_function, signature_from_ir
+from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
+from tilemlir.errors import CompileError, TilemlirError
+from tilemlir.mlir import ir
+from tilemlir.runtime.arrays import describe_host
+from tilemlir.runtime.checks import HOST, ArgumentBinder
+from tilemlir.runtime.signature import KernelSignature, TensorParam
+
+LEVELS = ("tile", "thread")
+NUMPY_DTYPES = {
+    "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "float64": np.float64,
+    "float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
+}
+
+
+class SimulationError(TilemlirError):
+    """A thread-level program misbehaved in the CPU simulation (a data race on shared
+    memory, an out-of-range access): the GPU lowering that produced it is wrong."""
+
+
+def build(module: ir.Module, signature_info: KernelSignature | None = None, level: str = "tile",
+          *, out_idx: tuple[int, ...] = ()) -> "CpuKernel":
+    """Compile `module` for the CPU. `level="tile"`: tile-level IR (run through
+    `lower-tile-to-loops`); `level="thread"`: thread-level IR (through `simulate-threads`).
+    `signature_info`: the kernel's runtime signature; None derives it from the IR's
+    `tile.*` attributes, with `out_idx` naming the outputs. The module is not modified."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    signature = signature_info if signature_info is not None else signature_from_ir(module, out_idx)
+    with module.context:
+        work = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
+        name = entry_function(work).sym_name.value
+        _lower(work, level)
+        sites = _simulation_sites(work)
+        _drop_tile_attributes(work)
+    return CpuKernel(signature, NativeFunction(work, name), level, sites)
+
+
+def _lower(module: ir.Module, level: str) -> None:
+    from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
+
+    if level == "tile":
+        cpu_lower_tile_to_loops.run(module.operation, None)
+    else:
+        cpu_simulate_threads.run(module.operation, cpu_simulate_threads.DEFAULT_OPTIONS)
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        messages = "; ".join(d.message for d in exc.error_diagnostics) or str(exc)
+        raise CompileError(f"CPU backend: the {level}-level lowering produced invalid IR: {messages}") from None
+
+
+def _simulation_sites(module: ir.Module) -> list[str] | None:
+    function = entry_function(module)
+    if SITES_ATTR not in function.attributes:
+        return None
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(function.attributes[SITES_ATTR])]
+
+
+def _drop_tile_attributes(module: ir.Module) -> None:
+    def visit(op):
+        for attr in [name for name in op.attributes if name.startswith("tile.")]:
+            del op.attributes[attr]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+
+
+class CpuKernel:
+    """A kernel JIT-compiled for the host; call it like the GPU kernel, with numpy arrays."""
+
+    def __init__(self, signature: KernelSignature, function: NativeFunction, level: str, sites: list[str] | None):
+        self.signature = signature
+        self.level = level
+        self._function = function
+        self._binder = ArgumentBinder(signature)
+        self._inputs = signature.input_indices
+        self._sites = sites
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR handed to llvmlite (before its optimizations)."""
+        return self._function.llvm_ir
+
+    def __repr__(self) -> str:
+        return f"<CpuKernel {self.name} ({self.level} level)>"
+
+    def __call__(self, *args):
+        binder = self._binder
+        binder.check_count(args)
+        params = self.signature.params
+        values = [describe_host(a, params[i].name) if isinstance(params[i], TensorParam) else a
+                  for i, a in zip(self._inputs, args)]
+        env = binder.bind(values, HOST)
+        outputs = {index: _poisoned(shape, params[index].dtype) for index, shape in binder.output_shapes(env)}
+        call_args = []
+        given = iter(args)
+        for index, param in enumerate(params):
+            value = outputs[index] if index in outputs else next(given)
+            call_args.append(np.asarray(value) if isinstance(param, TensorParam) else value)
+        self._run(call_args)
+        if not outputs:
+            return None
+        arrays = tuple(outputs[i] for i in self.signature.out_idx)
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    def _run(self, call_args: list) -> None:
+        if self._sites is None:
+            self._function(*call_args)
+            return
+        status = np.zeros(STATUS_WORDS, np.int64)
+        self._function(*call_args, status)
+        problem = describe_status(status, self._sites)
+        if problem:
+            raise SimulationError(f"kernel {self.name!r}: {problem}")
+
+
+def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    array = np.empty(shape, NUMPY_DTYPES[dtype])
+    if np.issubdtype(array.dtype, np.floating) or dtype in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+        array.fill(np.nan)
+    else:
+        array.fill(0)
+    return array

@@ -1,0 +1,191 @@
+"""Reference loop nests of the tile ops: copy, fill, reduce, gemm, atomic_add.
+
+Each `lower_*` builds the op's meaning out of scf/memref/arith/math right
+before the op and erases it. A side with no memory space is a global
+tensor: its accesses are bounds-checked (out-of-range reads give the read's
+`tile.pad` attribute, or 0; out-of-range writes are dropped). On-chip
+accesses are not checked. Run these before memory spaces are erased.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.dialects.tile import memory_space
+from tilemlir.mlir import arith, ir
+from tilemlir.mlir import math as math_dialect
+from tilemlir.mlir import memref, scf
+
+PAD_ATTR = "tile.pad"
+
+
+def is_global(ref: ir.Value) -> bool:
+    return isinstance(ref.type, ir.MemRefType) and memory_space(ref.type) is None
+
+
+def pad_value(op: ir.Operation, element: ir.Type) -> ir.Value:
+    """The padding constant an out-of-range read by `op` reads (`tile.pad`, default 0)."""
+    attr = op.attributes[PAD_ATTR] if PAD_ATTR in op.attributes else None
+    if attr is None:
+        return b.constant(element, 0)
+    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
+    return b.constant(element, value)
+
+
+def guarded_load(ref: ir.Value, indices: list[ir.Value], pad: ir.Value) -> ir.Value:
+    """ref[indices], or `pad` when they are out of range."""
+    inside = b.in_bounds(ref, indices)
+    return b.if_else_value(inside, pad.type, lambda: memref.load(ref, indices), lambda: pad)
+
+
+def guarded_store(value: ir.Value, ref: ir.Value, indices: list[ir.Value]) -> None:
+    """ref[indices] = value, dropped when out of range."""
+    with b.if_then(b.in_bounds(ref, indices)):
+        memref.store(value, ref, indices)
+
+
+def read(op: ir.Operation, ref: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    if not is_global(ref):
+        return memref.load(ref, indices)
+    return guarded_load(ref, indices, pad_value(op, ref.type.element_type))
+
+
+def write(value: ir.Value, ref: ir.Value, indices: list[ir.Value]) -> None:
+    if is_global(ref):
+        guarded_store(value, ref, indices)
+    else:
+        memref.store(value, ref, indices)
+
+
+def _built_at(op: ir.Operation):
+    return op.location, ir.InsertionPoint(op)
+
+
+def _shape_attr(op: ir.Operation) -> list[int]:
+    return [ir.IntegerAttr(a).value for a in op.attributes["shape"]]
+
+
+def lower_copy(op: ir.Operation) -> None:
+    src, dst, *offsets = op.operands
+    box = _shape_attr(op)
+    src_offsets, dst_offsets = offsets[: src.type.rank], offsets[src.type.rank :]
+    loc, ip = _built_at(op)
+    with loc, ip, b.loop_nest(box) as ivs:
+        value = read(op, src, _side_indices(src_offsets, ivs))
+        write(b.convert(value, dst.type.element_type), dst, _side_indices(dst_offsets, ivs))
+    op.erase()
+
+
+def _side_indices(offsets: list[ir.Value], box_ivs: list[ir.Value]) -> list[ir.Value]:
+    """Right-aligned box mapping: a side of rank k uses the last k box dims."""
+    lead = len(box_ivs) - len(offsets)
+    return [arith.addi(offset, iv) for offset, iv in zip(offsets, box_ivs[lead:])]
+
+
+def lower_fill(op: ir.Operation) -> None:
+    dst, value = op.operands
+    loc, ip = _built_at(op)
+    with loc, ip, b.loop_nest(list(dst.type.shape)) as ivs:
+        memref.store(value, dst, ivs)
+    op.erase()
+
+
+def reduce_identity(kind: str, element: ir.Type) -> ir.Value:
+    if kind in ("sum", "abssum", "absmax"):
+        return b.constant(element, 0)
+    lowest = kind == "max"
+    if isinstance(element, ir.IntegerType):
+        bound = 1 << (element.width - 1)
+        return b.constant(element, -bound if lowest else bound - 1)
+    return b.constant(element, -math.inf if lowest else math.inf)
+
+
+def reduce_combine(kind: str, acc: ir.Value, value: ir.Value) -> ir.Value:
+    """acc (+) f(value) for reduction `kind`; floats max/min ignore NaN like CUDA's fmaxf/fminf."""
+    floating = b.is_float(acc.type)
+    if kind.startswith("abs"):
+        value = math_dialect.absf(value) if floating else math_dialect.absi(value)
+    if kind in ("sum", "abssum"):
+        return arith.addf(acc, value) if floating else arith.addi(acc, value)
+    if kind in ("max", "absmax"):
+        return arith.maxnumf(acc, value) if floating else arith.maxsi(acc, value)
+    return arith.minnumf(acc, value) if floating else arith.minsi(acc, value)
+
+
+def lower_reduce(op: ir.Operation) -> None:
+    src, dst = op.operands
+    kind = ir.StringAttr(op.attributes["kind"]).value
+    dim = ir.IntegerAttr(op.attributes["dim"]).value
+    clear = ir.BoolAttr(op.attributes["clear"]).value
+    acc_type = dst.type.element_type
+    kept = [s for d, s in enumerate(src.type.shape) if d != dim]
+    loc, ip = _built_at(op)
+    with loc, ip, b.loop_nest(kept) as out_ivs:
+        dst_indices = out_ivs if out_ivs else [b.index(0)]
+        init = reduce_identity(kind, acc_type) if clear else memref.load(dst, dst_indices)
+        loop = scf.ForOp(b.index(0), b.index(src.type.shape[dim]), b.index(1), [init])
+        with ir.InsertionPoint(loop.body):
+            src_indices = out_ivs[:dim] + [loop.induction_variable] + out_ivs[dim:]
+            value = b.convert(memref.load(src, src_indices), acc_type)
+            scf.YieldOp([reduce_combine(kind, loop.inner_iter_args[0], value)])
+        memref.store(loop.results[0], dst, dst_indices)
+    op.erase()
+
+
+def lower_gemm(op: ir.Operation) -> None:
+    """C[m, n] += sum_k op(A)[m, k] * op(B)[k, n], in C's type, k ascending (loops m, k, n)."""
+    a, bm, c = op.operands
+    trans_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+    trans_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+    m_extent, n_extent = c.type.shape
+    k_extent = a.type.shape[0] if trans_a else a.type.shape[1]
+    acc_type = c.type.element_type
+    floating = b.is_float(acc_type)
+    loc, ip = _built_at(op)
+    with loc, ip, b.loop_nest([m_extent, k_extent]) as (m, k):
+        a_value = b.convert(memref.load(a, [k, m] if trans_a else [m, k]), acc_type)
+        with b.loop_nest([n_extent]) as (n,):
+            b_value = b.convert(memref.load(bm, [n, k] if trans_b else [k, n]), acc_type)
+            old = memref.load(c, [m, n])
+            product = arith.mulf(a_value, b_value) if floating else arith.muli(a_value, b_value)
+            memref.store(arith.addf(old, product) if floating else arith.addi(old, product), c, [m, n])
+    op.erase()
+
+
+def lower_atomic_add(op: ir.Operation, guarded: bool = True) -> None:
+    """dst[indices (+ box)] += value, as a plain read-modify-write (blocks run one at a time);
+    `guarded=False` leaves out-of-range targets to the caller's checks."""
+    dst, value, *indices = op.operands
+    loc, ip = _built_at(op)
+    with loc, ip:
+        if not isinstance(value.type, ir.MemRefType):
+            _add_into(dst, list(indices), value, guarded)
+        else:
+            lead = dst.type.rank - value.type.rank
+            with b.loop_nest(list(value.type.shape)) as ivs:
+                target = list(indices[:lead]) + [arith.addi(i, iv) for i, iv in zip(indices[lead:], ivs)]
+                _add_into(dst, target, memref.load(value, ivs), guarded)
+    op.erase()
+
+
+def _add_into(dst: ir.Value, indices: list[ir.Value], value: ir.Value, guarded: bool) -> None:
+    def add() -> None:
+        old = memref.load(dst, indices)
+        new = arith.addf(old, value) if b.is_float(value.type) else arith.addi(old, value)
+        memref.store(new, dst, indices)
+
+    if guarded and is_global(dst):
+        with b.if_then(b.in_bounds(dst, indices)):
+            add()
+    else:
+        add()
+
+
+LOWERINGS = {
+    "tile.copy": lower_copy,
+    "tile.fill": lower_fill,
+    "tile.reduce": lower_reduce,
+    "tile.gemm": lower_gemm,
+    "tile.atomic_add": lower_atomic_add,
+}

@@ -1,0 +1,126 @@
+"""`lower-tile-to-loops`: the reference meaning of tile-level IR, as upstream loops.
+
+Takes tile-level IR (what the frontend emits: `tile.kernel`, `tile.parallel`,
+`tile.pipelined`, the tile ops, on-chip buffers in memory spaces); gives
+upstream `scf/memref/arith/math` with no memory spaces, which the CPU
+backend JIT-compiles:
+
+- the grid becomes a `scf.for` nest over block indices; `tile.parallel` and
+  `tile.pipelined` become `scf.for` nests (parallel points run in order);
+- `tile.copy/fill/reduce/gemm/atomic_add` become their loop nests
+  (`tilemlir.backends.cpu.tile_ops`);
+- global reads that may be out of range read their padding
+  (`tilemlir.analysis.padding`, recorded as `tile.pad` first, while the IR
+  still has the structure the analysis reads); out-of-range global writes
+  are dropped; this holds for element code's `memref.load/store` too;
+- `tile.assume` is dropped (the runtime checks it at launch);
+- on-chip buffers become heap buffers allocated once at the function entry
+  and poisoned at the start of every block (`backends/cpu/buffers.py`).
+"""
+
+from __future__ import annotations
+
+from tilemlir.analysis.padding import padding_attr
+from tilemlir.backends.cpu import buffers, tile_ops
+from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.mlir import ir
+from tilemlir.passes import diag, register_pass
+
+_ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
+
+
+@register_pass("lower-tile-to-loops", "tile-level IR -> upstream scf/memref/arith loops (CPU reference semantics)")
+def run(module: ir.Operation, options) -> None:
+    for kernel in _ops_named(module, "tile.kernel"):
+        _lower_kernel(kernel)
+
+
+def _ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    """Ops under `root` with one of `names`, inner ops before the ops that contain them."""
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
+
+
+def _lower_kernel(kernel: ir.Operation) -> None:
+    function = buffers.enclosing_function(kernel)
+    _record_padding(kernel)
+    element_accesses = [op for op in _ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
+    for op in _ops_named(function, "tile.assume"):
+        op.erase()
+    for op in _ops_named(kernel, *tile_ops.LOWERINGS):
+        tile_ops.LOWERINGS[op.name](op)
+    for op in element_accesses:
+        _guard_element_access(op)
+    on_chip = _hoist_buffers(function, kernel)
+    for op in _ops_named(kernel, "tile.parallel"):
+        b.inline_into_loop_nest(op, list(op.operands))
+    for op in _ops_named(kernel, "tile.pipelined"):
+        lower, upper, step = op.operands
+        b.inline_into_loop_nest(op, [upper], [lower], [step])
+    _lower_grid(kernel, on_chip)
+    buffers.erase_memory_spaces(function)
+
+
+def _record_padding(kernel: ir.Operation) -> None:
+    """Set `tile.pad` on every global read the padding rule covers."""
+    for op in _ops_named(kernel, "tile.copy", "memref.load"):
+        if tile_ops.PAD_ATTR in op.attributes or not tile_ops.is_global(op.operands[0]):
+            continue
+        if op.name == "memref.load" and not _inside(op, "tile.parallel"):
+            continue  # a scalar read outside element code feeds no reduction: pads with 0
+        try:
+            op.attributes[tile_ops.PAD_ATTR] = padding_attr(op)
+        except ValueError as exc:
+            raise diag.error(op, f"cannot decide the padding of this read: {exc}") from None
+
+
+def _inside(op: ir.Operation, name: str) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "tile.kernel":
+        if parent.name == name:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _touches_global(op: ir.Operation) -> bool:
+    ref = op.operands[0] if op.name == "memref.load" else op.operands[1]
+    return tile_ops.is_global(ref)
+
+
+def _guard_element_access(op: ir.Operation) -> None:
+    with op.location, ir.InsertionPoint(op):
+        if op.name == "memref.load":
+            ref, indices = op.operands[0], list(op.operands[1:])
+            value = tile_ops.read(op, ref, indices)
+            op.results[0].replace_all_uses_with(value)
+        else:
+            value, ref, indices = op.operands[0], op.operands[1], list(op.operands[2:])
+            tile_ops.write(value, ref, indices)
+    op.erase()
+
+
+def _hoist_buffers(function: ir.Operation, kernel: ir.Operation) -> list[ir.Value]:
+    hoisted = []
+    for op in _ops_named(kernel, *_ALLOCS):
+        name = ir.StringAttr(op.attributes["name"]).value if "name" in op.attributes else None
+        buffer = buffers.allocate_at_entry(function, op.results[0].type, op.location, name)
+        op.results[0].replace_all_uses_with(buffer)
+        op.erase()
+        hoisted.append(buffer)
+    return hoisted
+
+
+def _lower_grid(kernel: ir.Operation, on_chip: list[ir.Value]) -> None:
+    with kernel.location, ir.InsertionPoint.at_block_begin(kernel.regions[0].blocks[0]):
+        for buffer in on_chip:
+            buffers.poison(buffer)
+    b.inline_into_loop_nest(kernel, list(kernel.operands))
+
