@@ -726,7 +726,10 @@ def fill(dst, value, *, loc=None, ip=None) -> FillOp:
 
 
 def reduce(src, dst, kind: str, dim: int, clear: bool = True, *, loc=None, ip=None) -> ReduceOp:
-    return ReduceOp(src, dst, ir.StringAttr.get(kind), _i64(dim), ir.BoolAttr.get(clear), loc=loc, ip=ip)
+    # The DSL rejects a falsy attribute value (BoolAttr false) at construction, so `clear` is set after.
+    op = ReduceOp(src, dst, ir.StringAttr.get(kind), _i64(dim), ir.BoolAttr.get(True), loc=loc, ip=ip)
+    op.operation.attributes["clear"] = ir.BoolAttr.get(clear)
+    return op
 
 
 def gemm(a, b, c, transpose_a: bool = False, transpose_b: bool = False, *, loc=None, ip=None) -> GemmOp:
