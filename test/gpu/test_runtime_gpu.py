@@ -4,6 +4,7 @@ Skipped without torch or a CUDA device. Fresh random inputs, poisoned outputs
 where the kernel writes a caller's buffer, float64 references.
 """
 
+import logging
 import shutil
 import subprocess
 
@@ -61,6 +62,18 @@ reverse_rows(const float* __restrict__ X, float* __restrict__ Y, long long M) {
   for (long long c = threadIdx.x; c < N; c += 1024) row[c] = X[base + c];
   __syncthreads();
   for (long long c = threadIdx.x; c < N; c += 1024) Y[base + c] = 2.0f * row[N - 1 - c];
+}
+"""
+
+
+TWO_OUTPUTS = r"""#include <cuda_bf16.h>
+extern "C" __global__ void __launch_bounds__(256)
+two_outputs(const float* __restrict__ X, float* __restrict__ Y, __nv_bfloat16* __restrict__ Z, float shift, int N) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  if (i < N) {
+    Y[i] = X[i] + shift;
+    Z[i] = __float2bfloat16_rn(X[i]);
+  }
 }
 """
 
@@ -173,6 +186,31 @@ def test_constant_shared_memory_above_48kb():
     kernel = build(REVERSE_24K, reverse_signature(shared=str(24576 * 4), n=24576))
     x = torch.randn(9, 24576, device="cuda")
     assert torch.equal(kernel(x), 2.0 * x.flip(1))
+
+
+def test_two_outputs_with_32_bit_symbols():
+    kernel = build(TWO_OUTPUTS, KernelSignature(
+        name="two_outputs",
+        params=(TensorParam("X", "float32", ("N",)), TensorParam("Y", "float32", ("N",)),
+                TensorParam("Z", "bfloat16", ("N",)), ScalarParam("shift", "float32")),
+        symbols=("N",), grid=("(N + 255) // 256", "1", "1"), block=(256, 1, 1),
+        cuda_params=("X", "Y", "Z", "shift", "N"), out_idx=(1, 2), index_bits=32))
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    for n in (1, 255, 100003):
+        x = torch.randn(n, generator=gen, device="cuda")
+        y, z = kernel(x, 0.75)
+        assert y.dtype == torch.float32 and z.dtype == torch.bfloat16 and z.shape == (n,)
+        assert torch.equal(y, x + 0.75) and torch.equal(z, x.to(torch.bfloat16))
+
+
+def test_debug_log_names_the_launch_path(caplog):
+    caplog.set_level(logging.DEBUG, logger="tilemlir.runtime")
+    kernel = build(REVERSE, reverse_signature())
+    kernel(torch.randn(2, 100, device="cuda"))
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("cold compile of reverse_rows" in m for m in messages)
+    assert any(m.startswith("first launch of reverse_rows on cuda:0: stream") and "X: torch.Tensor" in m
+               for m in messages)
 
 
 def test_side_stream_and_explicit_stream(rmsnorm):

@@ -150,6 +150,7 @@ class LoadedModule:
             check(drv.cuFuncSetAttribute(
                 self.function, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, wanted),
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        self.launched = False  # the first launch logs its path
         self._unload = (drv, module, self.context)
         log.debug("loaded %s on cuda:%d (max dynamic shared %d bytes)", kernel_name, self.device, wanted)
 

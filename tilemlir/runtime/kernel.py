@@ -115,6 +115,9 @@ class CompiledKernel:
             for producer in producers:
                 if _legacy_as_null(producer) != handle:
                     driver.stream_wait(handle, producer)
+        if not module.launched:
+            self._log_launch_path(args, device, handle, grid, shared)
+            module.launched = True
         if grid[0] and grid[1] and grid[2]:
             for index, _, pointer in outputs:
                 pointers[index] = pointer
@@ -142,6 +145,12 @@ class CompiledKernel:
             values[pos] = desc = desc._replace(device=driver.pointer_device(desc.address))
         self._binder.check_devices(values, device)
         return desc
+
+    def _log_launch_path(self, args: Sequence[Any], device: int, handle: int, grid: tuple, shared: int) -> None:
+        kinds = ", ".join(f"{self._input_names[p]}: {type(args[p]).__module__}.{type(args[p]).__name__}"
+                          for p in self._tensor_positions)
+        log.debug("first launch of %s on cuda:%d: stream %#x, grid %s, block %s, %d B dynamic shared; arrays %s",
+                  self.name, device, handle, grid, self._signature.block, shared, kinds or "none")
 
     def _load(self, context: int) -> driver.LoadedModule:
         with self._lock:
