@@ -37,6 +37,11 @@ class Stage:
     options: Any = None
     inner_names: frozenset[str] = frozenset()  # pass names inside a nested pipeline
 
+    @property
+    def label(self) -> str:
+        """How reports name the stage: our pass by name, an upstream element as written."""
+        return self.name if self.info is not None else self.text
+
     def matches(self, pass_name: str) -> bool:
         return pass_name == self.name or pass_name in self.inner_names
 
@@ -57,9 +62,16 @@ class IRPrinting:
 class PipelineReport:
     """What a run measured: per-stage wall time, our passes' counters, and non-error diagnostics."""
 
-    timings: list[tuple[str, float]] = field(default_factory=list)
+    timings: list[tuple[str, float]] = field(default_factory=list)  # one row per stage position
     statistics: dict[str, dict[str, diag.Statistic]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def add_time(self, position: int, label: str, seconds: float) -> None:
+        """Account `seconds` to stage `position`; runs of the same pipeline on several modules add up."""
+        if position < len(self.timings) and self.timings[position][0] == label:
+            self.timings[position] = (label, self.timings[position][1] + seconds)
+        else:
+            self.timings.append((label, seconds))
 
     def format_timing(self, extra_before=(), extra_after=()) -> str:
         """An mlir-opt style execution time report; `extra_*` are (name, seconds) rows such as Parser."""
@@ -125,8 +137,8 @@ def run_pipeline(
     op.context.enable_multithreading(False)
     try:
         with diag.collecting(sink), _mlir_diagnostics_into(sink, op.context):
-            for stage in stages:
-                _run_stage(stage, op, sink, report, print_ir, after_pass)
+            for position, stage in enumerate(stages):
+                _run_stage(position, stage, op, sink, report, print_ir, after_pass)
     finally:
         report.diagnostics.extend(d for d in sink.diagnostics if d.severity != "error")
         if timing is not None:
@@ -136,9 +148,9 @@ def run_pipeline(
     return report
 
 
-def _run_stage(stage, op, sink, report, print_ir, after_pass) -> None:
+def _run_stage(position, stage, op, sink, report, print_ir, after_pass) -> None:
     if print_ir and (print_ir.before_all or any(stage.matches(n) for n in print_ir.before)):
-        _print_module(print_ir, f"IR Dump Before {stage.text}", op)
+        _print_module(print_ir, f"IR Dump Before {stage.label}", op)
     errors_before = len(sink.errors)
     sink.current_pass = stage.name
     start = time.perf_counter()
@@ -151,13 +163,13 @@ def _run_stage(stage, op, sink, report, print_ir, after_pass) -> None:
         failed = True
     finally:
         sink.current_pass = None
-        report.timings.append((stage.text, time.perf_counter() - start))
+        report.add_time(position, stage.label, time.perf_counter() - start)
     if failed or len(sink.errors) > errors_before:
         if len(sink.errors) == errors_before:
             sink.add(Diagnostic("error", f"pass '{stage.name}' failed", diag.source_location(op)))
         raise CompileError(list(sink.diagnostics))
     if print_ir and (print_ir.after_all or any(stage.matches(n) for n in print_ir.after)):
-        _print_module(print_ir, f"IR Dump After {stage.text}", op)
+        _print_module(print_ir, f"IR Dump After {stage.label}", op)
     if after_pass is not None:
         after_pass(stage.name, op)
 

@@ -4,7 +4,8 @@ Takes any module and leaves it unchanged, except with `break-ir`. For every
 op, in walk order, the discardable attributes `test.remark`, `test.warning`
 (strings) become a remark / warning at the op, `test.statistic` (a string)
 adds 1 to that counter, and `test.error` (a string) makes the pass fail with
-that error at the op after the walk. Options: `fail-fast` raises at the first
+that error at the op after the walk, with a note at the op when it also
+carries `test.note`. Options: `fail-fast` raises at the first
 `test.error`; `crash` raises a Python exception (an internal compiler error);
 `break-ir` appends a `tile.yield` to the module body so that the verifier
 run after the pass fails.
@@ -49,9 +50,11 @@ def run(module: ir.Operation, options: TestDiagnosticsOptions) -> None:
         if (text := _string_attr(op, "test.statistic")) is not None:
             diag.statistic(text, 1, "ops carrying this test.statistic")
         if (text := _string_attr(op, "test.error")) is not None:
+            note = _string_attr(op, "test.note")
+            err = diag.error(op, text, [diag.note(op, note)] if note is not None else [])
             if options.fail_fast:
-                raise diag.error(op, text)
-            errors.extend(diag.error(op, text).diagnostics)
+                raise err
+            errors.extend(err.diagnostics)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
