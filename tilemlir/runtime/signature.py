@@ -41,7 +41,6 @@ from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.expr import Expr, ExprError
 
 SCHEMA_VERSION = 1
-MAX_STATIC_SHARED = 48 * 1024
 
 
 class SignatureError(TilemlirError, ValueError):
