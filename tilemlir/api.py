@@ -1,0 +1,304 @@
+"""The user API: `@tilemlir.jit`, `tilemlir.compile`, `tilemlir.lower`, and compiled `Kernel` objects.
+
+The frontend stage is built here; every later stage and all code generation
+go through `tilemlir.driver` (`compile_module(module, info, target, options)`
+and `lower_module(module, stage)`), imported on first use. Until that module
+exists, asking for a later stage or a target says so instead of pretending.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import inspect
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from tilemlir.errors import CompileError, SourceLocation
+from tilemlir.frontend.info import KernelInfo
+
+FRONTEND = "frontend"
+PLANNED_STAGES = ("frontend", "thread", "final")
+DEFAULT_TARGET = "cuda"
+
+
+def _driver():
+    """The `tilemlir.driver` module, or None while it has not been written."""
+    try:
+        return importlib.import_module("tilemlir.driver")
+    except ModuleNotFoundError as exc:
+        if exc.name == "tilemlir.driver":
+            return None
+        raise
+
+
+def known_stages() -> tuple[str, ...]:
+    driver = _driver()
+    if driver is None:
+        return (FRONTEND,)
+    stages = tuple(getattr(driver, "STAGES", PLANNED_STAGES))
+    return stages if FRONTEND in stages else (FRONTEND, *stages)
+
+
+def _check_stage(stage: str) -> None:
+    stages = known_stages()
+    if stage in stages:
+        return
+    if stage in PLANNED_STAGES:
+        raise CompileError(
+            f"stage '{stage}' is not available: the lowering passes are not built yet "
+            f"(available stages: {', '.join(stages)})"
+        )
+    raise CompileError(f"unknown stage '{stage}' (known stages: {', '.join(stages)})")
+
+
+def _require_driver(target: str):
+    driver = _driver()
+    if driver is None:
+        raise CompileError(f"target '{target}' is not available: the code generator is not built yet")
+    return driver
+
+
+@dataclass(frozen=True)
+class FrontendResult:
+    """A kernel's frontend IR, with and without locations, and its signature."""
+
+    text: str
+    located_text: str
+    info: KernelInfo
+
+    def ir(self, debuginfo: bool) -> str:
+        return self.located_text if debuginfo else self.text
+
+    def module(self):
+        """A fresh `ir.Module` parsed from the text, in a new context (later stages may rewrite it)."""
+        from tilemlir.mlir import ir, make_context
+
+        return ir.Module.parse(self.located_text, make_context())
+
+
+def _print(module, debuginfo: bool) -> str:
+    return module.operation.get_asm(enable_debug_info=debuginfo, use_local_scope=debuginfo, assume_verified=True)
+
+
+class JitFunction:
+    """A function decorated with `@tilemlir.jit`: a kernel, or a factory returning one.
+
+    A kernel's body has a top-level `with T.Kernel(...)` block; calling it
+    compiles it (once per target) and launches it. Any other decorated
+    function is a factory: its parameters are compile-time values and it
+    returns a kernel function; calling it returns a compiled `Kernel`,
+    cached per distinct argument values.
+    """
+
+    def __init__(self, fn: Callable, out_idx=None, target: str | None = None, options: dict | None = None):
+        if not callable(fn):
+            raise TypeError(f"@tilemlir.jit decorates a function, got {fn!r}")
+        self.fn = fn
+        self.out_idx = out_idx
+        self.target = target
+        self.options = dict(options or {})
+        self._kind: str | None = None
+        self._frontend: FrontendResult | None = None
+        self._instances: dict = {}
+        self._compiled: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<tilemlir.jit {self.kind} '{self.fn.__name__}'>"
+
+    @property
+    def kind(self) -> str:
+        """"kernel" or "factory"."""
+        if self._kind is None:
+            from tilemlir.frontend.source import load_source
+
+            tree = load_source(self.fn).tree
+            self._kind = "kernel" if any(isinstance(s, ast.With) for s in tree.body) else "factory"
+        return self._kind
+
+    # ------------------------------------------------------------------
+    # Factories.
+
+    def instantiate(self, *args, **kwargs) -> "JitFunction":
+        """The kernel function a factory returns for these compile-time values (cached)."""
+        if self.kind != "factory":
+            raise TypeError(f"'{self.fn.__name__}' is a kernel, not a factory: it takes no compile-time arguments")
+        key = self._key(args, kwargs)
+        if key not in self._instances:
+            self._instances[key] = self._make_instance(args, kwargs)
+        return self._instances[key]
+
+    def _key(self, args: tuple, kwargs: dict):
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = tuple(bound.arguments.items())
+        try:
+            hash(key)
+        except TypeError:
+            raise CompileError(
+                f"the arguments of factory '{self.fn.__name__}' must be hashable compile-time values "
+                "(ints, floats, strings, dtypes, tuples), so that its kernels can be cached",
+                self._def_location(),
+            ) from None
+        return key
+
+    def _make_instance(self, args: tuple, kwargs: dict) -> "JitFunction":
+        kernel = self.fn(*args, **kwargs)
+        if isinstance(kernel, JitFunction):
+            kernel = kernel.fn
+        if not inspect.isfunction(kernel):
+            raise CompileError(
+                f"factory '{self.fn.__name__}' must return a kernel function, got {type(kernel).__name__}",
+                self._def_location(),
+            )
+        instance = JitFunction(kernel, self.out_idx, self.target, self.options)
+        if instance.kind != "kernel":
+            raise CompileError(
+                f"factory '{self.fn.__name__}' returned '{kernel.__name__}', which has no `with T.Kernel(...)` block",
+                self._def_location(),
+            )
+        return instance
+
+    def _def_location(self) -> SourceLocation | None:
+        code = getattr(self.fn, "__code__", None)
+        return SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
+
+    # ------------------------------------------------------------------
+    # Kernels.
+
+    def frontend(self) -> FrontendResult:
+        """The frontend IR and signature of this kernel (built once)."""
+        if self.kind != "kernel":
+            raise CompileError(
+                f"'{self.fn.__name__}' is a kernel factory: call it with its compile-time arguments, or use "
+                f"{self.fn.__name__}.instantiate(...) to get its kernel function",
+                self._def_location(),
+            )
+        if self._frontend is None:
+            from tilemlir.frontend import build_module
+
+            module, info = build_module(self.fn)
+            info = replace(info, out_idx=self._normalized_out_idx(info))
+            self._frontend = FrontendResult(_print(module, debuginfo=False), _print(module, debuginfo=True), info)
+        return self._frontend
+
+    def _normalized_out_idx(self, info: KernelInfo) -> tuple[int, ...]:
+        if self.out_idx is None:
+            return ()
+        indices = [self.out_idx] if isinstance(self.out_idx, int) else list(self.out_idx)
+        count = len(info.params)
+        result = []
+        for index in indices:
+            if not isinstance(index, int) or not -count <= index < count:
+                raise CompileError(
+                    f"out_idx {index!r} is out of range for kernel '{info.name}' with {count} parameters",
+                    self._def_location(),
+                )
+            index %= count
+            if not info.params[index].is_tensor:
+                raise CompileError(
+                    f"out_idx {index} names the scalar parameter '{info.params[index].name}': outputs must be tensors",
+                    self._def_location(),
+                )
+            result.append(index)
+        return tuple(result)
+
+    def compile(self, target: str | None = None, **options) -> "Kernel":
+        """The compiled kernel for `target` (cached per target and options)."""
+        target = target or self.target or DEFAULT_TARGET
+        merged = {**self.options, **options}
+        key = (target, tuple(sorted((k, repr(v)) for k, v in merged.items())))
+        if key not in self._compiled:
+            frontend = self.frontend()
+            driver = _require_driver(target)
+            artifact = driver.compile_module(frontend.module(), frontend.info, target, merged)
+            self._compiled[key] = Kernel(frontend, target, merged, artifact)
+        return self._compiled[key]
+
+    def __call__(self, *args, **kwargs):
+        if self.kind == "factory":
+            return self.instantiate(*args, **kwargs).compile()
+        return self.compile()(*args, **kwargs)
+
+
+class Kernel:
+    """A compiled kernel: call it to launch; `.ir(stage)` shows its IR; `.info` its signature.
+
+    Attributes the driver's artifact has (such as its CUDA source) are
+    readable on the kernel too.
+    """
+
+    def __init__(self, frontend: FrontendResult, target: str, options: dict, artifact: Any):
+        self._frontend = frontend
+        self.target = target
+        self.options = options
+        self.artifact = artifact
+
+    @property
+    def info(self) -> KernelInfo:
+        return self._frontend.info
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def ir(self, stage: str = FRONTEND, debuginfo: bool = False) -> str:
+        _check_stage(stage)
+        if stage == FRONTEND:
+            return self._frontend.ir(debuginfo)
+        if hasattr(self.artifact, "ir"):
+            return self.artifact.ir(stage)
+        return _require_driver(self.target).lower_module(self._frontend.module(), stage)
+
+    def __call__(self, *args, **kwargs):
+        return self.artifact(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "artifact":
+            raise AttributeError(name)
+        return getattr(self.artifact, name)
+
+    def __repr__(self) -> str:
+        return f"<tilemlir.Kernel '{self.name}' target={self.target}>"
+
+
+def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, **options):
+    """Decorate a kernel function or a kernel factory (see `JitFunction`).
+
+    `out_idx` (an int or a list, negative counting from the end) names the
+    tensor parameters the runtime allocates and returns; `target` and the
+    other keyword options are passed on to `compile`.
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, out_idx, target, options)
+    return JitFunction(fn, out_idx, target, options)
+
+
+def _kernel_function(fn) -> JitFunction:
+    if isinstance(fn, Kernel):
+        raise TypeError("pass the kernel function, not a compiled Kernel (use kernel.ir(stage) for that)")
+    if not isinstance(fn, JitFunction):
+        fn = JitFunction(fn)
+    return fn
+
+
+def compile(fn, target: str = DEFAULT_TARGET, **options) -> Kernel:  # noqa: A001 - the public name
+    """Compile kernel function `fn` (decorated or not) for `target` ("cuda" or "cpu")."""
+    return _kernel_function(fn).compile(target, **options)
+
+
+def lower(fn, stage: str = FRONTEND, debuginfo: bool = False) -> str:
+    """The IR text of kernel function `fn` after `stage` ("frontend", later "thread" and "final").
+
+    The text parses in `tile-opt`; `debuginfo=True` includes the `loc(...)` of every op.
+    """
+    _check_stage(stage)
+    frontend = _kernel_function(fn).frontend()
+    if stage == FRONTEND:
+        return frontend.ir(debuginfo)
+    return _driver().lower_module(frontend.module(), stage)
+
+
+__all__ = ["jit", "compile", "lower", "JitFunction", "Kernel", "FrontendResult", "known_stages"]

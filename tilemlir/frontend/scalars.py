@@ -1,0 +1,444 @@
+"""Element code: constants, conversions, arithmetic, comparisons and math on run-time scalars.
+
+Every function emits at the current insertion point and location (the
+visitors set both) and raises `KernelError` for a user mistake. Operands are
+`Scalar`s or Python numbers (at least one `Scalar` where it matters); the
+numeric rules are those of docs/language.md.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+
+from tilemlir import language as T
+from tilemlir.frontend.source import KernelError
+from tilemlir.frontend.types import (
+    FLOAT_MAX,
+    INDEX,
+    compute_dtype,
+    default_dtype,
+    int_range,
+    is_integer,
+    is_signed,
+    literal_dtype,
+    mlir_type,
+    promote,
+)
+from tilemlir.frontend.values import Scalar, is_number
+from tilemlir.language import DType
+from tilemlir.mlir import arith, ir
+from tilemlir.mlir import math as mmath
+
+# ----------------------------------------------------------------------------
+# Constants and conversions.
+
+
+def constant(value, dtype: DType) -> Scalar:
+    """`value` (a Python number) as an `arith.constant` of `dtype`; KernelError if it does not fit."""
+    type_ = mlir_type(dtype)
+    if dtype.is_float:
+        value = float(value)
+        limit = FLOAT_MAX[dtype.name]
+        if pymath.isfinite(value) and abs(value) > limit:
+            raise KernelError(f"the constant {value!r} overflows {dtype} (largest finite value {limit:g})")
+        if pymath.isinf(value) and dtype == T.float8_e4m3:
+            raise KernelError("float8_e4m3 has no infinity; use its largest value, 448.0")
+        attr = ir.FloatAttr.get(type_, value)
+    else:
+        if isinstance(value, float):
+            raise KernelError(f"the float {value!r} needs an explicit conversion to {dtype}: write T.cast({value!r}, T.{dtype})")
+        value = int(value)
+        low, high = int_range(dtype) if dtype != INDEX else (-(1 << 63), (1 << 63) - 1)
+        if not low <= value <= high:
+            raise KernelError(f"the constant {value} does not fit in {dtype} (range {low}..{high})")
+        if dtype.kind == "bool":
+            attr = ir.BoolAttr.get(bool(value))
+        else:
+            attr = ir.IntegerAttr.get(type_, value)
+    return Scalar(arith.ConstantOp(type_, attr).result, dtype, _expr(value))
+
+
+def as_scalar(value, like: DType | None = None) -> Scalar:
+    """A Scalar for a Scalar or a Python number (typed by `like` per the literal rules)."""
+    if isinstance(value, Scalar):
+        return value
+    if not is_number(value):
+        raise KernelError(f"expected a number or a run-time value, got {_describe(value)}")
+    return constant(value, literal_dtype(value, like) if like is not None else default_dtype(value))
+
+
+def _describe(value) -> str:
+    from tilemlir.frontend.values import Buffer
+
+    if isinstance(value, Buffer):
+        return value.describe()
+    return f"{type(value).__name__} {value!r}"
+
+
+def implicit_ok(src: DType, dst: DType) -> bool:
+    """Conversions done without T.cast: between floats, between integers, integer to float."""
+    if src == dst:
+        return True
+    if dst.is_float:
+        return src.is_float or is_integer(src)
+    return is_integer(src) and is_integer(dst)
+
+
+def convert(value: Scalar, dtype: DType, explicit: bool = True) -> Scalar:
+    """`value` converted to `dtype`; with `explicit=False` only the implicit conversions are allowed."""
+    src = value.dtype
+    if src == dtype:
+        return value
+    if not explicit and not implicit_ok(src, dtype):
+        raise KernelError(
+            f"cannot convert {src} to {dtype} implicitly: write T.cast(value, T.{dtype})"
+        )
+    result = _convert(value.value, src, dtype)
+    return Scalar(result, dtype, value.expr if is_integer(src) and is_integer(dtype) else None)
+
+
+def _convert(v: ir.Value, src: DType, dst: DType) -> ir.Value:
+    out = mlir_type(dst)
+    if src.is_float and dst.is_float:
+        if src.bits == dst.bits:  # float16 <-> bfloat16, e4m3 <-> e5m2: through float32
+            return _convert(_convert(v, src, T.float32), T.float32, dst)
+        return (arith.ExtFOp if dst.bits > src.bits else arith.TruncFOp)(out, v).result
+    if dst.is_float:
+        if src == INDEX:
+            return arith.SIToFPOp(out, arith.IndexCastOp(ir.IntegerType.get_signless(64), v).result).result
+        return (arith.SIToFPOp if src.kind == "int" else arith.UIToFPOp)(out, v).result
+    if dst.kind == "bool":
+        if src.is_float:
+            zero = arith.ConstantOp(v.type, ir.FloatAttr.get(v.type, 0.0)).result
+            return arith.CmpFOp(arith.CmpFPredicate.UNE, v, zero).result
+        zero = arith.ConstantOp(v.type, 0).result
+        return arith.CmpIOp(arith.CmpIPredicate.ne, v, zero).result
+    if src.is_float:
+        if dst == INDEX:
+            i64 = arith.FPToSIOp(ir.IntegerType.get_signless(64), v).result
+            return arith.IndexCastOp(out, i64).result
+        return (arith.FPToSIOp if dst.kind == "int" else arith.FPToUIOp)(out, v).result
+    if INDEX in (src, dst):
+        return (arith.IndexCastOp if is_signed(src) else arith.IndexCastUIOp)(out, v).result
+    if dst.bits > src.bits:
+        return (arith.ExtSIOp if src.kind == "int" else arith.ExtUIOp)(out, v).result
+    if dst.bits < src.bits:
+        return arith.TruncIOp(out, v).result
+    return v  # same width, other signedness: the bits are the same
+
+
+def to_index(value) -> Scalar:
+    """An integer Scalar or Python int as an `index` Scalar."""
+    if isinstance(value, bool) or (is_number(value) and not isinstance(value, int)):
+        raise KernelError(f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return constant(value, INDEX)
+    if not isinstance(value, Scalar):
+        raise KernelError(f"expected an integer, got {_describe(value)}")
+    if not is_integer(value.dtype):
+        raise KernelError(f"expected an integer, got a {value.dtype} value (convert it with T.cast(x, T.int32))")
+    return convert(value, INDEX)
+
+
+# ----------------------------------------------------------------------------
+# Arithmetic.
+
+_ARITH_OPS = ("+", "-", "*", "/", "//", "%", "**")
+_BIT_OPS = ("&", "|", "^", "<<", ">>")
+_EXPR_OPS = ("+", "-", "*", "//", "%")
+
+
+def common_dtype(*values) -> DType:
+    """The type that operands (Scalars and Python numbers, at least one Scalar) are computed in."""
+    scalars = [v for v in values if isinstance(v, Scalar)]
+    if not scalars:
+        return compute_dtype(default_dtype(values[0]))
+    dtype = scalars[0].dtype
+    for s in scalars[1:]:
+        dtype = promote(dtype, s.dtype)
+    for v in values:
+        if not isinstance(v, Scalar):
+            dtype = promote(dtype, literal_dtype(v, dtype))
+    return compute_dtype(dtype)
+
+
+def _expr(value) -> str | None:
+    """The Python formula of an operand, when it has one (see Scalar.expr)."""
+    if isinstance(value, Scalar):
+        return value.expr
+    if isinstance(value, float):
+        return repr(value) if pymath.isfinite(value) else None
+    return repr(value) if isinstance(value, int) else None
+
+
+def _identity_operand(op: str, a, b, dtype: DType):
+    """The Scalar `a op b` equals when the other side is a neutral Python int (x * 1, x + 0, ...), else None.
+    Integer arithmetic only: for floats `x + 0.0` is not `x` when x is -0.0."""
+    if not is_integer(dtype):
+        return None
+    for scalar, number, number_is_right in ((a, b, True), (b, a, False)):
+        if not isinstance(scalar, Scalar) or scalar.dtype != dtype or type(number) is not int:
+            continue
+        if (op == "*" and number == 1) or (op == "+" and number == 0):
+            return scalar
+        if number_is_right and ((op == "-" and number == 0) or (op == "//" and number == 1)):
+            return scalar
+    return None
+
+
+def binary(op: str, a, b) -> Scalar:
+    """`a op b` for op in + - * / // % ** & | ^ << >>."""
+    dtype = common_dtype(a, b)
+    same = _identity_operand(op, a, b, dtype)
+    if same is not None:
+        return same
+    if dtype.kind == "bool" and op in _ARITH_OPS + ("<<", ">>"):
+        raise KernelError(f"'{op}' on bool values: convert them first, e.g. T.cast(flag, T.int32)")
+    lhs, rhs = (convert(as_scalar(x, dtype), dtype) for x in (a, b))
+    if op in _BIT_OPS:
+        result = _bitwise(op, lhs.value, rhs.value, dtype)
+    elif dtype.is_float:
+        result = _float_arith(op, lhs.value, rhs.value)
+    else:
+        result = _int_arith(op, lhs.value, rhs.value, dtype)
+    ea, eb = _expr(a), _expr(b)
+    expr = f"({ea} {op} {eb})" if op in _EXPR_OPS and ea is not None and eb is not None else None
+    return Scalar(result, dtype, expr)
+
+
+def _float_arith(op: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    if op == "+":
+        return arith.AddFOp(a, b).result
+    if op == "-":
+        return arith.SubFOp(a, b).result
+    if op == "*":
+        return arith.MulFOp(a, b).result
+    if op == "/":
+        return arith.DivFOp(a, b).result
+    if op == "//":
+        return mmath.FloorOp(arith.DivFOp(a, b).result).result
+    if op == "%":  # Python's: a - floor(a / b) * b, the sign of b
+        quotient = mmath.FloorOp(arith.DivFOp(a, b).result).result
+        return arith.SubFOp(a, arith.MulFOp(quotient, b).result).result
+    return mmath.PowFOp(a, b).result
+
+
+def _int_arith(op: str, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
+    signed = is_signed(dtype)
+    if op == "+":
+        return arith.AddIOp(a, b).result
+    if op == "-":
+        return arith.SubIOp(a, b).result
+    if op == "*":
+        return arith.MulIOp(a, b).result
+    if op == "/":
+        raise KernelError(
+            "'/' on integers is ambiguous: write a // b for (floor) integer division, "
+            "or convert first for a float result, e.g. T.cast(a, T.float32) / b"
+        )
+    if op == "//":
+        return (arith.FloorDivSIOp if signed else arith.DivUIOp)(a, b).result
+    if op == "%":
+        if not signed:
+            return arith.RemUIOp(a, b).result
+        quotient = arith.FloorDivSIOp(a, b).result  # Python's modulo: the sign of b
+        return arith.SubIOp(a, arith.MulIOp(quotient, b).result).result
+    if dtype == INDEX:
+        raise KernelError("'**' on index values: convert them first, e.g. T.cast(i, T.int32)")
+    return mmath.IPowIOp(a, b).result
+
+
+def _bitwise(op: str, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
+    if dtype.is_float:
+        raise KernelError(f"'{op}' needs integer or bool operands, got {dtype}")
+    if op == "&":
+        return arith.AndIOp(a, b).result
+    if op == "|":
+        return arith.OrIOp(a, b).result
+    if op == "^":
+        return arith.XOrIOp(a, b).result
+    if op == "<<":
+        return arith.ShLIOp(a, b).result
+    return (arith.ShRSIOp if is_signed(dtype) else arith.ShRUIOp)(a, b).result
+
+
+_FLOAT_PREDICATES = {"==": "OEQ", "!=": "UNE", "<": "OLT", "<=": "OLE", ">": "OGT", ">=": "OGE"}
+_SIGNED_PREDICATES = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
+_UNSIGNED_PREDICATES = {"==": "eq", "!=": "ne", "<": "ult", "<=": "ule", ">": "ugt", ">=": "uge"}
+
+
+def compare(op: str, a, b) -> Scalar:
+    """`a op b` for == != < <= > >=; the result is a bool (i1). `!=` is true when either float is NaN."""
+    dtype = common_dtype(a, b)
+    lhs, rhs = (convert(as_scalar(x, dtype), dtype) for x in (a, b))
+    ea, eb = _expr(a), _expr(b)
+    expr = f"({ea} {op} {eb})" if ea is not None and eb is not None else None
+    if dtype.is_float:
+        predicate = getattr(arith.CmpFPredicate, _FLOAT_PREDICATES[op])
+        return Scalar(arith.CmpFOp(predicate, lhs.value, rhs.value).result, T.bool, expr)
+    table = _SIGNED_PREDICATES if is_signed(dtype) else _UNSIGNED_PREDICATES
+    predicate = getattr(arith.CmpIPredicate, table[op])
+    return Scalar(arith.CmpIOp(predicate, lhs.value, rhs.value).result, T.bool, expr)
+
+
+def negate(a: Scalar) -> Scalar:
+    dtype = compute_dtype(a.dtype)
+    if dtype.kind == "bool":
+        raise KernelError("unary '-' on a bool value: use `not` for logical negation")
+    a = convert(a, dtype)
+    known = _float_constant(a)
+    if known is not None:
+        return constant(-known, dtype)
+    if dtype.is_float:
+        return Scalar(arith.NegFOp(a.value).result, dtype)
+    expr = f"(-{a.expr})" if a.expr is not None else None
+    return Scalar(arith.SubIOp(constant(0, dtype).value, a.value).result, dtype, expr)
+
+
+def _float_constant(a: Scalar) -> float | None:
+    """The value of a float Scalar defined by an `arith.constant`, else None."""
+    owner = a.value.owner
+    op = getattr(owner, "operation", owner)
+    if not a.dtype.is_float or getattr(op, "name", None) != "arith.constant":
+        return None
+    return ir.FloatAttr(op.attributes["value"]).value
+
+
+def invert(a: Scalar) -> Scalar:
+    """Bitwise `~` on integers."""
+    if not is_integer(a.dtype):
+        raise KernelError(f"'~' needs an integer operand, got {a.dtype}; use `not` for bools")
+    return Scalar(arith.XOrIOp(a.value, constant(-1, a.dtype).value).result, a.dtype)
+
+
+def truth(value, what: str) -> Scalar:
+    """A bool Scalar for a condition; numbers are not silently compared with zero."""
+    if isinstance(value, Scalar) and value.dtype.kind == "bool":
+        return value
+    if isinstance(value, Scalar):
+        raise KernelError(f"{what} must be a bool, got a {value.dtype} value: compare it explicitly, e.g. x != 0")
+    return constant(bool(value), T.bool)
+
+
+def logical(op: str, a: Scalar, b: Scalar) -> Scalar:
+    """`and` / `or` on bool Scalars (both sides are evaluated)."""
+    method = arith.AndIOp if op == "and" else arith.OrIOp
+    expr = f"({a.expr} {op} {b.expr})" if a.expr is not None and b.expr is not None else None
+    return Scalar(method(a.value, b.value).result, T.bool, expr)
+
+
+def logical_not(a: Scalar) -> Scalar:
+    expr = f"(not {a.expr})" if a.expr is not None else None
+    return Scalar(arith.XOrIOp(a.value, constant(True, T.bool).value).result, T.bool, expr)
+
+
+def select(condition: Scalar, a, b) -> Scalar:
+    """`a` where `condition` else `b`, in the operands' common type (arith.select)."""
+    dtype = common_dtype(a, b) if (isinstance(a, Scalar) or isinstance(b, Scalar)) else default_dtype(a)
+    if isinstance(a, Scalar) and isinstance(b, Scalar) and a.dtype == b.dtype:
+        dtype = a.dtype
+    lhs, rhs = (convert(as_scalar(x, dtype), dtype) for x in (a, b))
+    return Scalar(arith.SelectOp(condition.value, lhs.value, rhs.value).result, dtype)
+
+
+# ----------------------------------------------------------------------------
+# Math functions.
+
+_UNARY_FLOAT = {
+    "exp": mmath.ExpOp,
+    "exp2": mmath.Exp2Op,
+    "log": mmath.LogOp,
+    "log2": mmath.Log2Op,
+    "sqrt": mmath.SqrtOp,
+    "rsqrt": mmath.RsqrtOp,
+    "tanh": mmath.TanhOp,
+    "erf": mmath.ErfOp,
+    "floor": mmath.FloorOp,
+    "ceil": mmath.CeilOp,
+}
+
+UNARY_FUNCTIONS = (*_UNARY_FLOAT, "sigmoid", "abs")
+
+
+def float_operand(a) -> Scalar:
+    """A float Scalar to apply a float function to: ints become float32, fp8 float32."""
+    a = as_scalar(a)
+    if a.dtype.kind == "bool":
+        raise KernelError("a math function on a bool value: convert it first, e.g. T.cast(flag, T.float32)")
+    dtype = compute_dtype(a.dtype) if a.dtype.is_float else T.float32
+    return convert(a, dtype)
+
+
+def unary_function(name: str, a) -> Scalar:
+    if name == "abs":
+        return absolute(a)
+    if name in ("floor", "ceil") and isinstance(a, Scalar) and is_integer(a.dtype):
+        return a
+    x = float_operand(a)
+    if name == "sigmoid":
+        one = constant(1.0, x.dtype)
+        e = mmath.ExpOp(arith.NegFOp(x.value).result).result
+        return Scalar(arith.DivFOp(one.value, arith.AddFOp(one.value, e).result).result, x.dtype)
+    return Scalar(_UNARY_FLOAT[name](x.value).result, x.dtype)
+
+
+def absolute(a) -> Scalar:
+    a = as_scalar(a)
+    dtype = compute_dtype(a.dtype)
+    a = convert(a, dtype)
+    if dtype.is_float:
+        return Scalar(mmath.AbsFOp(a.value).result, dtype)
+    if dtype.kind in ("uint", "bool"):
+        return a
+    return Scalar(mmath.AbsIOp(a.value).result, dtype)
+
+
+def extremum(name: str, values: list) -> Scalar:
+    """T.max / T.min over two or more operands: maximumf/minimumf (NaN-propagating) for floats."""
+    dtype = common_dtype(*values)
+    if dtype.kind == "bool":
+        raise KernelError(f"T.{name} on bool values: convert them first")
+    scalars = [convert(as_scalar(v, dtype), dtype) for v in values]
+    if dtype.is_float:
+        method = arith.MaximumFOp if name == "max" else arith.MinimumFOp
+    elif is_signed(dtype):
+        method = arith.MaxSIOp if name == "max" else arith.MinSIOp
+    else:
+        method = arith.MaxUIOp if name == "max" else arith.MinUIOp
+    result = scalars[0]
+    exprs = [_expr(v) for v in values]
+    for s in scalars[1:]:
+        result = Scalar(method(result.value, s.value).result, dtype)
+    expr = f"{name}({', '.join(exprs)})" if all(e is not None for e in exprs) else None
+    return Scalar(result.value, dtype, expr)
+
+
+def fma(a, b, c) -> Scalar:
+    dtype = common_dtype(a, b, c)
+    if not dtype.is_float:
+        raise KernelError(f"T.fma needs float operands, got {dtype}")
+    x, y, z = (convert(as_scalar(v, dtype), dtype) for v in (a, b, c))
+    return Scalar(mmath.FmaOp(x.value, y.value, z.value).result, dtype)
+
+
+def power(a, b) -> Scalar:
+    """a ** b: math.powf on floats (ints become float32), math.ipowi on integers."""
+    dtype = common_dtype(a, b)
+    if is_integer(dtype) and dtype != INDEX:
+        return binary("**", a, b)
+    if dtype == INDEX:
+        dtype = T.float32
+    x, y = (convert(as_scalar(v, dtype), dtype) for v in (a, b))
+    return Scalar(mmath.PowFOp(x.value, y.value).result, dtype)
+
+
+def ceildiv(a, b) -> Scalar:
+    """ceil(a / b) on integers (arith.ceildivui on index values, dims being non-negative)."""
+    dtype = common_dtype(a, b)
+    if not is_integer(dtype):
+        raise KernelError(f"T.ceildiv needs integer operands, got {dtype}")
+    x, y = (convert(as_scalar(v, dtype), dtype) for v in (a, b))
+    op = arith.CeilDivUIOp if dtype.kind in ("index", "uint") else arith.CeilDivSIOp
+    ea, eb = _expr(a), _expr(b)
+    expr = f"(-(-{ea} // {eb}))" if ea is not None and eb is not None else None
+    return Scalar(op(x.value, y.value).result, dtype, expr)

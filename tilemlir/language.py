@@ -1,0 +1,474 @@
+"""The kernel language: ``import tilemlir.language as T``.
+
+Everything a kernel writes as ``T.something`` lives here. Nothing here
+imports MLIR: the values (dtypes, symbolic dims, tensor types, layouts) are
+plain Python objects, and the kernel operations (``T.copy``, ``T.exp``,
+``T.Parallel``, ...) are markers the frontend recognises when it reads a
+kernel's source. Calling a marker from ordinary Python code raises an error
+that says it only means something inside a ``@tilemlir.jit`` kernel.
+``T.ceildiv`` is the exception: on Python integers it computes, so host code
+can size grids with it.
+
+docs/language.md describes the language; each function's docstring says
+what it does inside a kernel.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_PyBool = type(True)  # this module rebinds `bool` to the dtype T.bool
+
+# ----------------------------------------------------------------------------
+# Element types.
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type. `kind` is "float", "int" (signed), "uint" or "bool"; `mlir` its MLIR spelling."""
+
+    name: str
+    kind: str
+    bits: int
+    mlir: str
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    def __call__(self, value):
+        """Inside a kernel, `T.float32(x)` is `T.cast(x, T.float32)`."""
+        _kernel_only(f"T.{self.name}(...)")
+
+
+float16 = DType("float16", "float", 16, "f16")
+bfloat16 = DType("bfloat16", "float", 16, "bf16")
+float32 = DType("float32", "float", 32, "f32")
+float64 = DType("float64", "float", 64, "f64")
+float8_e4m3 = DType("float8_e4m3", "float", 8, "f8E4M3FN")
+float8_e5m2 = DType("float8_e5m2", "float", 8, "f8E5M2")
+int8 = DType("int8", "int", 8, "i8")
+uint8 = DType("uint8", "uint", 8, "i8")
+int16 = DType("int16", "int", 16, "i16")
+int32 = DType("int32", "int", 32, "i32")
+int64 = DType("int64", "int", 64, "i64")
+bool = DType("bool", "bool", 1, "i1")  # noqa: A001 - `T.bool` is the public name
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2, int8, uint8, int16, int32, int64, bool)
+}
+
+_ALIASES = {
+    "half": "float16", "fp16": "float16", "f16": "float16",
+    "bf16": "bfloat16",
+    "float": "float32", "fp32": "float32", "f32": "float32",
+    "double": "float64", "fp64": "float64", "f64": "float64",
+    "float8_e4m3fn": "float8_e4m3", "fp8_e4m3": "float8_e4m3", "e4m3": "float8_e4m3",
+    "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
+    "int": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+}
+
+_PYTHON_TYPES = {float: "float32", int: "int32", _PyBool: "bool"}
+
+
+def dtype(value: Any) -> DType:
+    """The DType named by `value`: a DType, a name such as "float16" or "bf16", or Python's float/int/bool.
+
+    Raises ValueError naming the known dtypes when `value` is none of those.
+    """
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key.startswith("t."):
+            key = key[2:]
+        key = _ALIASES.get(key, key)
+        if key in DTYPES:
+            return DTYPES[key]
+        raise ValueError(f"unknown dtype '{value}' (known: {', '.join(DTYPES)})")
+    if isinstance(value, type) and value in _PYTHON_TYPES:
+        return DTYPES[_PYTHON_TYPES[value]]
+    raise ValueError(f"expected a dtype such as T.float16 or \"float16\", got {value!r}")
+
+
+# ----------------------------------------------------------------------------
+# Signatures.
+
+
+@dataclass(frozen=True)
+class Symbolic:
+    """A tensor dimension whose value is bound when the kernel is called (`T.symbolic("M")`).
+
+    Two symbolic dims with the same name are the same dim.
+    """
+
+    name: str
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"a symbolic dim needs a Python identifier as its name, got {self.name!r}")
+
+    def __repr__(self) -> str:
+        return f"T.symbolic({self.name!r})"
+
+
+def symbolic(name: str) -> Symbolic:
+    """A dynamic dimension named `name`, bound at call time from the tensors that use it."""
+    return Symbolic(name)
+
+
+dynamic = symbolic
+
+
+@dataclass(frozen=True, init=False)
+class Tensor:
+    """The type of a global tensor parameter: `T.Tensor((M, 4096), T.bfloat16)`.
+
+    Dims are positive Python ints or `T.symbolic` dims; `dtype` is a DType or its name.
+    """
+
+    shape: tuple
+    dtype: DType
+
+    def __init__(self, shape, dtype_: Any):
+        if isinstance(shape, (int, Symbolic)):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not shape:
+            raise ValueError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
+        for dim in shape:
+            if isinstance(dim, _PyBool) or not isinstance(dim, (int, Symbolic)):
+                raise ValueError(
+                    f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}"
+                )
+            if isinstance(dim, int) and dim <= 0:
+                raise ValueError(f"T.Tensor dims must be positive, got {dim}")
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", dtype(dtype_))
+
+    def __repr__(self) -> str:
+        return f"T.Tensor({self.shape!r}, {self.dtype!r})"
+
+
+Buffer = Tensor
+
+
+def prim_func(fn: Callable) -> Callable:
+    """Marks a kernel function (TileLang spelling); the function is returned unchanged."""
+    return fn
+
+
+# ----------------------------------------------------------------------------
+# Layouts (`T.annotate_layout`).
+
+
+class _AffineExpr:
+    """A tiny affine expression builder used to turn layout lambdas into affine maps."""
+
+    def __init__(self, text: str, constant: int | None = None):
+        self.text = text
+        self.constant = constant
+
+    @staticmethod
+    def lift(value) -> "_AffineExpr":
+        if isinstance(value, _AffineExpr):
+            return value
+        if isinstance(value, int) and not isinstance(value, _PyBool):
+            return _AffineExpr(str(value), value)
+        raise TypeError(f"a layout map may only use ints and its index arguments, got {value!r}")
+
+    def _binary(self, other, op: str, reverse: bool = False) -> "_AffineExpr":
+        other = _AffineExpr.lift(other)
+        left, right = (other, self) if reverse else (self, other)
+        if op == "*" and left.constant is None and right.constant is None:
+            raise TypeError("a layout map is affine: multiply an index only by an int")
+        if op in ("floordiv", "mod", "ceildiv") and (right.constant is None or right.constant <= 0):
+            raise TypeError(f"a layout map may only apply '{op}' by a positive int")
+        return _AffineExpr(f"({left.text} {op} {right.text})")
+
+    def __add__(self, other):
+        return self._binary(other, "+")
+
+    def __radd__(self, other):
+        return self._binary(other, "+", reverse=True)
+
+    def __sub__(self, other):
+        return self._binary(other, "-")
+
+    def __rsub__(self, other):
+        return self._binary(other, "-", reverse=True)
+
+    def __mul__(self, other):
+        return self._binary(other, "*")
+
+    def __rmul__(self, other):
+        return self._binary(other, "*", reverse=True)
+
+    def __floordiv__(self, other):
+        return self._binary(other, "floordiv")
+
+    def __mod__(self, other):
+        return self._binary(other, "mod")
+
+
+class Layout:
+    """A fragment layout for `T.annotate_layout`: which thread holds each element, and where.
+
+    `thread_map` and `local_map` are either Python functions of the fragment
+    indices (`lambda i, j: i * 32 + j // 4`, using only `+ - * // %` with int
+    constants) or MLIR affine-map text (`"(d0, d1) -> (d0 * 32 + d1 floordiv 4)"`).
+    With `replicate > 1`, `thread_map` takes one more argument, the replica
+    in `[0, replicate)`. It becomes `#tile.layout<thread_map, local_map, replicate>`
+    (docs/ir.md, "Layouts").
+    """
+
+    def __init__(self, thread_map, local_map, replicate: int = 1):
+        if not isinstance(replicate, int) or replicate < 1:
+            raise ValueError(f"Layout replicate must be a positive int, got {replicate!r}")
+        self.thread_map = thread_map
+        self.local_map = local_map
+        self.replicate = replicate
+
+    def affine_maps(self, rank: int) -> tuple[str, str]:
+        """The two maps as MLIR `affine_map<...>` text for a rank-`rank` fragment."""
+        symbols = 1 if self.replicate > 1 else 0
+        return _map_text(self.thread_map, rank, symbols, "thread_map"), _map_text(self.local_map, rank, 0, "local_map")
+
+    def __repr__(self) -> str:
+        return f"T.Layout({self.thread_map!r}, {self.local_map!r}, replicate={self.replicate})"
+
+
+def _map_text(fn, rank: int, symbols: int, what: str) -> str:
+    if isinstance(fn, str):
+        text = fn.strip()
+        return text if text.startswith("affine_map<") else f"affine_map<{text}>"
+    if not callable(fn):
+        raise TypeError(f"Layout {what} must be a function or affine-map text, got {fn!r}")
+    try:
+        arity = len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        arity = rank + symbols
+    if arity != rank + symbols:
+        extra = " plus the replica" if symbols else ""
+        raise ValueError(f"Layout {what} takes {arity} arguments, but the fragment has rank {rank}{extra}")
+    dims = [_AffineExpr(f"d{i}") for i in range(rank)]
+    syms = [_AffineExpr(f"s{i}") for i in range(symbols)]
+    result = _AffineExpr.lift(fn(*dims, *syms))
+    dim_list = ", ".join(f"d{i}" for i in range(rank))
+    sym_list = "[" + ", ".join(f"s{i}" for i in range(symbols)) + "]" if symbols else ""
+    return f"affine_map<({dim_list}){sym_list} -> ({result.text})>"
+
+
+# ----------------------------------------------------------------------------
+# Kernel operations: markers the frontend compiles.
+
+
+def _kernel_only(what: str):
+    raise RuntimeError(f"{what} is kernel code: it only has a meaning inside a @tilemlir.jit kernel function")
+
+
+def _intrinsic(fn: Callable) -> Callable:
+    """Mark `fn` as a kernel operation the frontend implements (looked up by this name)."""
+    fn.__tilemlir_intrinsic__ = fn.__name__
+    return fn
+
+
+@_intrinsic
+def Kernel(*grid, threads: int = 128):
+    """`with T.Kernel(gx[, gy[, gz]], threads=n) as bx:` one block's program over a 1-3 dim grid.
+
+    `as` binds the block indices: one name for a 1-dim grid, a tuple otherwise.
+    `threads` must be a compile-time int in 1..1024.
+    """
+    _kernel_only("T.Kernel")
+
+
+@_intrinsic
+def Parallel(*extents):
+    """`for i, j in T.Parallel(M, N):` independent points; the compiler maps them to threads."""
+    _kernel_only("T.Parallel")
+
+
+@_intrinsic
+def serial(*bounds):
+    """`for k in T.serial(n)` or `T.serial(a, b[, step])`: a sequential loop (same as `range`)."""
+    _kernel_only("T.serial")
+
+
+@_intrinsic
+def unroll(*bounds):
+    """`for k in T.unroll(n)`: a sequential loop the backend should unroll."""
+    _kernel_only("T.unroll")
+
+
+@_intrinsic
+def Pipelined(*bounds, num_stages: int = 1):
+    """`for k in T.Pipelined(n, num_stages=3)`: a sequential loop whose copies are software-pipelined."""
+    _kernel_only("T.Pipelined")
+
+
+@_intrinsic
+def alloc_shared(shape, dtype):
+    """A tile in the block's shared memory (compile-time shape)."""
+    _kernel_only("T.alloc_shared")
+
+
+@_intrinsic
+def alloc_fragment(shape, dtype):
+    """A register tile owned by the whole block; the compiler picks which thread holds which element."""
+    _kernel_only("T.alloc_fragment")
+
+
+@_intrinsic
+def alloc_local(shape, dtype):
+    """Registers private to each thread."""
+    _kernel_only("T.alloc_local")
+
+
+@_intrinsic
+def copy(src, dst):
+    """Copy a tile: each side a whole buffer, a start index `A[i, j]` or a slice `A[a:b, :]`; converts dtypes."""
+    _kernel_only("T.copy")
+
+
+@_intrinsic
+def fill(buffer, value):
+    """Set every element of an on-chip buffer to `value` (converted to its dtype)."""
+    _kernel_only("T.fill")
+
+
+@_intrinsic
+def clear(buffer):
+    """`T.fill(buffer, 0)`."""
+    _kernel_only("T.clear")
+
+
+@_intrinsic
+def reduce_sum(src, dst, dim: int = -1, clear: bool = True):
+    """dst = sum of src along `dim` (with `clear=False`, dst's old values take part)."""
+    _kernel_only("T.reduce_sum")
+
+
+@_intrinsic
+def reduce_max(src, dst, dim: int = -1, clear: bool = True):
+    """dst = max of src along `dim`."""
+    _kernel_only("T.reduce_max")
+
+
+@_intrinsic
+def reduce_min(src, dst, dim: int = -1, clear: bool = True):
+    """dst = min of src along `dim`."""
+    _kernel_only("T.reduce_min")
+
+
+@_intrinsic
+def reduce_abssum(src, dst, dim: int = -1, clear: bool = True):
+    """dst = sum of |src| along `dim`."""
+    _kernel_only("T.reduce_abssum")
+
+
+@_intrinsic
+def reduce_absmax(src, dst, dim: int = -1, clear: bool = True):
+    """dst = max of |src| along `dim`."""
+    _kernel_only("T.reduce_absmax")
+
+
+@_intrinsic
+def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False):
+    """C += op(A) @ op(B) on tiles; C is a fragment accumulator."""
+    _kernel_only("T.gemm")
+
+
+@_intrinsic
+def atomic_add(dst, value):
+    """Atomically add a scalar into `dst[i, j]`, or an on-chip tile into `dst` starting at `dst[i, j]`."""
+    _kernel_only("T.atomic_add")
+
+
+@_intrinsic
+def annotate_layout(layouts: dict):
+    """`T.annotate_layout({frag: T.Layout(...)})`: request a layout for fragments."""
+    _kernel_only("T.annotate_layout")
+
+
+@_intrinsic
+def assume(condition):
+    """A fact over symbolic dims and scalar parameters the compiler may rely on; checked at launch."""
+    _kernel_only("T.assume")
+
+
+@_intrinsic
+def cast(value, dtype):
+    """Convert `value` to `dtype` (float to int truncates toward zero)."""
+    _kernel_only("T.cast")
+
+
+@_intrinsic
+def if_then_else(condition, then_value, else_value):
+    """`then_value` where `condition` holds, else `else_value` (both are evaluated)."""
+    _kernel_only("T.if_then_else")
+
+
+@_intrinsic
+def infinity(dtype):
+    """+inf of a float dtype (write `-T.infinity(dtype)` for -inf)."""
+    _kernel_only("T.infinity")
+
+
+@_intrinsic
+def ceildiv(a, b):
+    """ceil(a / b) for integers; on Python ints it computes right away."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    _kernel_only("T.ceildiv on non-integers")
+
+
+def _math(name: str, doc: str) -> Callable:
+    def marker(*args):
+        _kernel_only(f"T.{name}")
+
+    marker.__name__ = marker.__qualname__ = name
+    marker.__doc__ = doc
+    return _intrinsic(marker)
+
+
+max = _math("max", "Elementwise maximum of two or more values (NaN if either float is NaN).")  # noqa: A001
+min = _math("min", "Elementwise minimum of two or more values (NaN if either float is NaN).")  # noqa: A001
+abs = _math("abs", "Absolute value.")  # noqa: A001
+exp = _math("exp", "e ** x.")
+exp2 = _math("exp2", "2 ** x.")
+log = _math("log", "Natural logarithm.")
+log2 = _math("log2", "Base-2 logarithm.")
+sqrt = _math("sqrt", "Square root.")
+rsqrt = _math("rsqrt", "1 / sqrt(x).")
+tanh = _math("tanh", "Hyperbolic tangent.")
+sigmoid = _math("sigmoid", "1 / (1 + exp(-x)).")
+erf = _math("erf", "The error function.")
+pow = _math("pow", "x ** y.")  # noqa: A001
+floor = _math("floor", "Round toward -inf (floats).")
+ceil = _math("ceil", "Round toward +inf (floats).")
+fma = _math("fma", "a * b + c with a single rounding.")
+
+
+__all__ = [
+    *DTYPES,
+    "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "Layout",
+    "Kernel", "Parallel", "serial", "unroll", "Pipelined",
+    "alloc_shared", "alloc_fragment", "alloc_local",
+    "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
+    "gemm", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
+    "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
+    "floor", "ceil", "fma",
+]
