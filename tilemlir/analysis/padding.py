@@ -55,7 +55,8 @@ def padding_attr(op) -> ir.Attribute:
     read_type = _read_element_type(op)
     value = padding_value(op)
     if isinstance(read_type, ir.FloatType):
-        return ir.FloatAttr.get(read_type, float(value))
+        with op.location:
+            return ir.FloatAttr.get(read_type, float(value))
     return ir.IntegerAttr.get(read_type, int(value))
 
 

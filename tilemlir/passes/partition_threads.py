@@ -1,0 +1,528 @@
+"""partition-threads: tile level to thread level (SIMT), as docs/ir.md's thread-level section describes.
+
+Takes tile-level IR after lower-tile-ops (no tile.copy/fill/reduce left;
+every static tile.parallel and every fragment has a `layout`). Gives, per
+kernel:
+
+- `tile.kernel` -> one `gpu.launch` (grid from the kernel's grid operands,
+  unused dims 1; block `(threads, 1, 1)`); the block indices are the
+  launch's block-id arguments; `%tid = gpu.thread_id x upper_bound T` at the
+  top of the body.
+- Each fragment -> `memref.alloca() {name, tile.layout}` of its register
+  count in "local" space; shared / local buffers -> `memref.alloca` in their
+  space.
+- Each `tile.parallel` -> the loop nest its layout implies: the thread
+  digits come from `%tid` (`(tid floordiv c) mod n`), every register digit
+  is an `scf.for` from 0 to its size marked `tile.unroll` (outermost: the
+  largest register stride; innermost: consecutive registers, so contiguous
+  elements sit in the innermost loop), the point's logical indices are
+  rebuilt from the digits and the body runs once per point. Fragment
+  accesses become loads/stores of the register slot, computed from the loop
+  variables only (constants once the emitter unrolls). Points past a
+  dim's extent in a padded layout are masked by an `scf.if` on the logical
+  index, placed as far out as the digits it needs allow (not for
+  `tile.convergent` loops). In a replicated domain only replica 0 writes
+  shared or global memory (not for `tile.all_replicas` loops, whose bodies
+  pick writers themselves). A loop without static extents (no fragments)
+  becomes a thread-strided loop over its linearized space.
+- Fragment accesses outside parallel loops need a fully replicated
+  fragment; they index registers by the layout's local map.
+- `tile.pipelined` -> `scf.for` with `tile.num_stages`.
+- `gpu.barrier` before the first shared-memory access that reads what
+  another thread wrote since the last barrier, or writes what another
+  thread read (or wrote) since then (also around serial loops); accesses
+  of two parallel loops with the same thread map and the same index
+  variables are one thread's and need none.
+- Global accesses keep their logical indices and any `tile.pad`; no bounds
+  guards are added (insert-guards does that).
+
+`tile.gemm` has no thread lowering yet: a kernel containing one is a
+CompileError naming its line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.layouts import Digit, LayoutError, TiledLayout
+from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
+from tilemlir.mlir import gpu, ir
+from tilemlir.passes import diag, register_pass
+from tilemlir.passes.lower_tile_ops import ALL_REPLICAS_ATTR, CONVERGENT_ATTR
+from tilemlir.passes.thread_builder import Builder
+
+LAYOUT_ON_ALLOCA = "tile.layout"
+NUM_STAGES_ATTR = "tile.num_stages"
+_UNLOWERED = ("tile.copy", "tile.fill", "tile.reduce")
+
+
+@dataclass
+class _Fragment:
+    alloca: ir.Value
+    layout: TiledLayout
+    name: str
+
+
+class _KernelPartition:
+    def __init__(self, kernel: ir.Operation):
+        self.kernel = kernel
+        self.threads = lir.kernel_threads(kernel)
+        self.fragments: dict[ir.Value, _Fragment] = {}
+
+    def run(self) -> None:
+        self._check_lowered()
+        for op in _plan_barriers(self.kernel):
+            ir.Operation.create("gpu.barrier", loc=op.location, ip=ir.InsertionPoint(op))
+        loc = self.kernel.location
+        self.body = self._launch()
+        self.b = Builder(ir.InsertionPoint.at_block_begin(self.body), loc, self.body)
+        self.tid = self.b.thread_id(self.threads)
+        ops = list(lir.walk_ops(self.launch))
+        allocs = [op for op in ops if op.name.startswith("tile.alloc_")]
+        parallels = [op for op in ops if op.name == "tile.parallel"]
+        pipelined = [op for op in ops if op.name == "tile.pipelined"]
+        for op in allocs:
+            self._alloca(op)
+        for op in parallels:
+            self._parallel(op)
+        serial = [op for op in lir.walk_ops(self.launch)
+                  if op.name in ("memref.load", "memref.store") and self._fragment_operand(op) is not None]
+        for op in serial:
+            self._serial_access(op)
+        for op in pipelined:
+            self._pipelined(op)
+        for op in reversed(allocs):
+            op.erase()
+
+    def _check_lowered(self) -> None:
+        for op in lir.walk_ops(self.kernel):
+            if op.name in _UNLOWERED:
+                raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
+            if op.name == "tile.gemm":
+                raise diag.error(op, "tile.gemm lowering to threads is not implemented yet (T.gemm cannot be "
+                                     "compiled to threads in this version)")
+
+    # -------------------------------------------------------------- launch
+
+    def _launch(self) -> ir.Block:
+        kernel = self.kernel
+        outer = Builder(ir.InsertionPoint(kernel), kernel.location, _function_block(kernel))
+        one = outer.index(1)
+        grid = list(kernel.operands) + [one] * (3 - len(kernel.operands))
+        launch = gpu.LaunchOp(tuple(grid), (outer.index(self.threads), one, one), loc=kernel.location,
+                              ip=ir.InsertionPoint(kernel))
+        self.launch = launch.operation
+        body = launch.regions[0].blocks[0]
+        terminator = ir.Operation.create("gpu.terminator", loc=kernel.location, ip=ir.InsertionPoint(body))
+        kernel_block = kernel.regions[0].blocks[0]
+        for k, arg in enumerate(kernel_block.arguments):
+            arg.replace_all_uses_with(body.arguments[k])
+        for op in list(kernel_block.operations):
+            op = lir.operation(op)
+            if op.name == "tile.yield":
+                op.erase()
+            else:
+                op.move_before(terminator)
+        kernel.erase()
+        return body
+
+    # ------------------------------------------------------------- buffers
+
+    def _alloca(self, op: ir.Operation) -> None:
+        type_ = op.results[0].type
+        space = memory_space(type_)
+        attrs = {"name": op.attributes["name"]} if "name" in op.attributes else {}
+        if space == FRAGMENT:
+            layout = lir.get_layout(op, self.threads)
+            if layout is None:
+                raise diag.error(op, "fragment has no layout: run infer-layouts before partition-threads")
+            shape = [layout.registers]
+            attrs[LAYOUT_ON_ALLOCA] = op.attributes[lir.LAYOUT_ATTR]
+            new_space = LOCAL
+        else:
+            shape, new_space = list(type_.shape), space
+        new_type = ir.MemRefType.get(shape, type_.element_type, memory_space=ir.StringAttr.get(new_space))
+        alloca = ir.Operation.create("memref.alloca", results=[new_type], operands=[],
+                                     attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]), **attrs},
+                                     loc=op.location, ip=ir.InsertionPoint(op))
+        if space == FRAGMENT:
+            self.fragments[op.results[0]] = _Fragment(alloca.result, layout, lir.name_of(op))
+        else:
+            op.results[0].replace_all_uses_with(alloca.result)
+
+    def _fragment_operand(self, op: ir.Operation) -> _Fragment | None:
+        memref = op.operands[1] if op.name == "memref.store" else op.operands[0]
+        return self.fragments.get(memref)
+
+    # ------------------------------------------------------------ parallel
+
+    def _parallel(self, op: ir.Operation) -> None:
+        b = self.b.before(op).located(op.location)
+        if lir.LAYOUT_ATTR not in op.attributes:
+            if any(lir.constant_int(v) is None for v in op.operands):
+                _StridedLoop(self, op, b).emit()
+                return
+            raise diag.error(op, "T.Parallel has no layout: run infer-layouts before partition-threads")
+        try:
+            layout = lir.get_layout(op, self.threads)
+        except LayoutError as err:
+            raise diag.error(op, f"invalid T.Parallel layout: {err}") from None
+        _PartitionedLoop(self, op, layout, b).emit()
+        op.erase()
+
+    def _serial_access(self, op: ir.Operation) -> None:
+        fragment = self._fragment_operand(op)
+        if fragment.layout.replicate != self.threads:
+            raise diag.error(op, f"fragment '{fragment.name}' is accessed outside T.Parallel but is not held "
+                                 "by every thread (its layout is not fully replicated)")
+        is_store = op.name == "memref.store"
+        indices = list(op.operands[2:] if is_store else op.operands[1:])
+        b = self.b.before(op).located(op.location)
+        terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
+        _replace_access(b, op, fragment.alloca, b.linear(terms))
+
+    def _pipelined(self, op: ir.Operation) -> None:
+        b = self.b.before(op).located(op.location)
+        lower, upper, step = op.operands
+        loop = b.op("scf.for", [lower, upper, step], regions=1)
+        loop.attributes[NUM_STAGES_ATTR] = op.attributes["num_stages"]
+        block = loop.regions[0].blocks.append(ir.IndexType.get())
+        old = op.regions[0].blocks[0]
+        old.arguments[0].replace_all_uses_with(block.arguments[0])
+        yield_op = b.at(ir.InsertionPoint(block)).op("scf.yield")
+        for inner in list(old.operations):
+            inner = lir.operation(inner)
+            if inner.name == "tile.yield":
+                inner.erase()
+            else:
+                inner.move_before(yield_op)
+        op.erase()
+
+
+def _function_block(op: ir.Operation) -> ir.Block:
+    """The entry block of the function around `op` (constants there dominate the launch)."""
+    func = op
+    while func.name != "func.func":
+        func = lir.operation(func.parent)
+    return func.regions[0].blocks[0]
+
+
+def _replace_access(b: Builder, op: ir.Operation, alloca: ir.Value, register: ir.Value) -> None:
+    if op.name == "memref.store":
+        new = b.store(op.operands[0], alloca, [register])
+    else:
+        new = b.load(alloca, [register]).owner
+        op.results[0].replace_all_uses_with(new.results[0])
+    for attr in op.attributes:
+        if attr.name not in new.attributes:
+            new.attributes[attr.name] = attr.attr
+    op.erase()
+
+
+class _PartitionedLoop:
+    """One tile.parallel with a layout, emitted as its per-thread loop nest."""
+
+    def __init__(self, part: _KernelPartition, op: ir.Operation, layout: TiledLayout, b: Builder):
+        self.part, self.op, self.layout, self.b = part, op, layout, b
+        self.block = op.regions[0].blocks[0]
+        self.extents = [lir.constant_int(v) for v in op.operands]
+        self.convergent = CONVERGENT_ATTR in op.attributes
+        self.values: dict[Digit, ir.Value] = {}
+
+    def emit(self) -> None:
+        accesses = self._fragment_accesses()
+        for d in self.layout.thread_digits():
+            bounded = d.thread * d.size == self.part.threads
+            self.values[d] = self.b.digit(self.part.tid, d.thread, d.size, bounded=bounded)
+        masks = [] if self.convergent else self._masks()
+        loops = sorted(self.layout.register_digits(), key=lambda d: -d.reg)
+        self._nest(self.b, loops, masks, accesses)
+
+    def _fragment_accesses(self):
+        accesses = []
+        for inner in lir.walk_ops(self.op):
+            if inner.name not in ("memref.load", "memref.store"):
+                continue
+            fragment = self.part._fragment_operand(inner)
+            if fragment is None:
+                continue
+            indices = list(inner.operands[2:] if inner.name == "memref.store" else inner.operands[1:])
+            dims = []
+            for k, index in enumerate(indices):
+                if fragment.layout.shape[k] == 1:
+                    dims.append(None)
+                elif isinstance(index, ir.BlockArgument) and index.owner == self.block:
+                    dims.append(index.arg_number)
+                else:
+                    raise diag.error(inner, f"fragment '{fragment.name}' must be indexed by the T.Parallel loop "
+                                            "variables")
+            self._check_holders(inner, fragment, dims)
+            accesses.append((inner, fragment, dims))
+        return accesses
+
+    def _check_holders(self, op, fragment: _Fragment, dims) -> None:
+        if not _threads_hold(self.layout, fragment.layout, dims, op.name == "memref.store"):
+            raise diag.error(op, f"fragment '{fragment.name}' is accessed by threads that do not hold the element "
+                                 "(its layout disagrees with the layout of this T.Parallel)")
+
+    def _masks(self):
+        """(needed register digits, dim, stride, bound) per padded dim: index[dim] < extent."""
+        masks = []
+        for k, (extent, padded) in enumerate(zip(self.extents, self.layout.padded_shape)):
+            if padded <= extent:
+                continue
+            digits = self.layout.dim_digits(k)
+            base = max((d.stride for d in digits if extent % d.stride == 0), default=1)
+            needed = [d for d in digits if d.stride >= base]
+            masks.append((needed, base, extent // base))
+        return masks
+
+    def _nest(self, b: Builder, loops: list[Digit], masks, accesses) -> None:
+        ready = [m for m in masks if all(d.is_thread or d in self.values for d in m[0])]
+        pending = [m for m in masks if m not in ready]
+        if ready:
+            conditions = [b.cmp("ult", b.linear([(d.stride // base, self.values[d]) for d in needed]), bound)
+                          for needed, base, bound in ready]
+            with b.if_(b.and_(conditions)) as inner:
+                self._nest(inner, loops, pending, accesses)
+            return
+        if loops:
+            digit = loops[0]
+            with b.loop(digit.size) as (inner, iv, _, _):
+                self.values[digit] = iv
+                self._nest(inner, loops[1:], pending, accesses)
+            return
+        self._body(b, accesses)
+
+    def _body(self, b: Builder, accesses) -> None:
+        layout = self.layout
+        point = [b.linear([(d.stride, self.values[d]) for d in layout.dim_digits(k)]) for k in range(layout.rank)]
+        registers = [(op, fragment, self._register(b, fragment.layout, dims, point)) for op, fragment, dims in accesses]
+        writes = list(_writes_to_memory(lir.walk_ops(self.op)))
+        primary = None
+        if writes and layout.replicate > 1 and ALL_REPLICAS_ATTR not in self.op.attributes:
+            primary = b.and_([b.cmp("eq", self.values[d], 0) for d in layout.dim_digits(None)])
+        for k, arg in enumerate(self.block.arguments):
+            arg.replace_all_uses_with(point[k])
+        for inner in list(self.block.operations):
+            inner = lir.operation(inner)
+            if inner.name == "tile.yield":
+                continue
+            inner.move_before(_ip_op(b))
+        for op, fragment, register in registers:
+            _replace_access(b.before(op).located(op.location), op, fragment.alloca, register)
+        if primary is not None:
+            for inner in writes:
+                _guard(b.before(inner).located(inner.location), inner, primary)
+
+    def _register(self, b: Builder, layout: TiledLayout, dims, point) -> ir.Value:
+        """Register slot of the fragment element at this point, from the digits of the loop layout."""
+        terms = []
+        for g in layout.register_digits():
+            k = dims[g.dim]
+            terms.append((g.reg, self._digit_value(b, k, g, point)))
+        return b.linear(terms)
+
+    def _digit_value(self, b: Builder, k: int, g: Digit, point) -> ir.Value:
+        """`(index[k] floordiv g.stride) mod g.size` from the loop's own digits when they line up."""
+        digits = self.layout.dim_digits(k)
+        low, high = g.stride, g.stride * g.size
+        inside = [d for d in digits if low <= d.stride < high]
+        straddles = any(d.stride < low < d.stride * d.size or d.stride < high < d.stride * d.size for d in digits)
+        if straddles or (inside and inside[0].stride != low):
+            return b.digit(point[k], g.stride, g.size)
+        return b.linear([(d.stride // low, self.values[d]) for d in inside])
+
+
+def _ip_op(b: Builder) -> ir.Operation:
+    """The op `b` inserts before (every insertion point made here is before a terminator)."""
+    return lir.operation(b.ip.ref_operation)
+
+
+def _writes_to_memory(ops):
+    for op in ops:
+        if op.name == "tile.atomic_add":
+            yield op
+        elif op.name == "memref.store" and memory_space(op.operands[1].type) in (None, SHARED):
+            yield op
+
+
+def _guard(b: Builder, op: ir.Operation, condition: ir.Value) -> None:
+    with b.if_(condition) as inner:
+        op.move_before(_ip_op(inner))
+
+
+class _StridedLoop:
+    """A tile.parallel with run-time extents (no fragments): thread t runs linear points t, t + T, ..."""
+
+    def __init__(self, part: _KernelPartition, op: ir.Operation, b: Builder):
+        self.part, self.op, self.b = part, op, b
+
+    def emit(self) -> None:
+        b, op = self.b, self.op
+        for inner in lir.walk_ops(op):
+            if inner.name in ("memref.load", "memref.store") and self.part._fragment_operand(inner) is not None:
+                raise diag.error(inner, "a T.Parallel with run-time extents cannot access fragments")
+        extents = list(op.operands)
+        total = extents[0]
+        for e in extents[1:]:
+            total = b.op("arith.muli", [total, e], [total.type]).result
+        loop = b.op("scf.for", [self.part.tid, total, b.index(self.part.threads)], regions=1)
+        block = loop.regions[0].blocks.append(ir.IndexType.get())
+        inner = b.at(ir.InsertionPoint(block))
+        yield_op = inner.op("scf.yield")
+        inner = inner.before(yield_op)
+        rest, point = block.arguments[0], []
+        for e in reversed(extents):
+            point.append(inner.op("arith.remui", [rest, e], [rest.type]).result)
+            rest = inner.op("arith.divui", [rest, e], [rest.type]).result
+        point.reverse()
+        old = op.regions[0].blocks[0]
+        for k, arg in enumerate(old.arguments):
+            arg.replace_all_uses_with(point[k])
+        for moved in list(old.operations):
+            moved = lir.operation(moved)
+            if moved.name == "tile.yield":
+                continue
+            moved.move_before(yield_op)
+        op.erase()
+
+
+def _threads_hold(domain: TiledLayout, fragment: TiledLayout, dims, write: bool) -> bool:
+    """Does every thread running a point hold the fragment element it touches (and, for writes, only they)?"""
+    points = domain.all_elements()
+    sub = np.stack([points[:, k] if k is not None else np.zeros(len(points), dtype=np.int64) for k in dims], axis=1) \
+        if dims else np.zeros((len(points), 0), dtype=np.int64)
+    flat = np.ravel_multi_index(sub.T, fragment.shape) if dims else np.zeros(len(points), dtype=np.int64)
+    table = fragment.holders()
+    runners = np.zeros((math.prod(fragment.shape), domain.threads), dtype=bool)
+    for replica in range(domain.replicate):
+        thread, _ = domain.locate(points, replica)
+        if not (table[flat] == thread[:, None]).any(axis=1).all():
+            return False
+        runners[flat, thread] = True
+    if not write:
+        return True
+    held = np.zeros_like(runners)
+    rows = np.repeat(np.arange(len(table)), table.shape[1])
+    held[rows, table.reshape(-1)] = True
+    touched = runners.any(axis=1)
+    return bool(np.array_equal(runners[touched], held[touched]))
+
+
+# ----------------------------------------------------------------------------
+# Barriers.
+
+
+@dataclass(frozen=True)
+class _SharedAccess:
+    buffer: ir.Value
+    write: bool
+    who: tuple | None  # which thread touches which element; None: unknown
+
+
+def _plan_barriers(kernel: ir.Operation) -> list[ir.Operation]:
+    """Ops (in tile-level blocks) that need a gpu.barrier right before them."""
+    marks: list[ir.Operation] = []
+    _BarrierWalk(marks).block(kernel.regions[0].blocks[0], [])
+    return marks
+
+
+class _BarrierWalk:
+    def __init__(self, marks: list[ir.Operation]):
+        self.marks = marks
+
+    def block(self, block: ir.Block, state: list[_SharedAccess]) -> list[_SharedAccess]:
+        for op in block.operations:
+            op = lir.operation(op)
+            if any(op == m for m in self.marks) or op.name == "gpu.barrier":
+                state = []
+            if op.name in ("scf.for", "tile.pipelined", "scf.while"):
+                state = self.loop(op, state)
+            elif op.name == "scf.if":
+                branches = [self.block(r.blocks[0], list(state)) for r in op.regions if len(r.blocks)]
+                state = _union(state if len(branches) < 2 else [], *branches)
+            else:
+                accesses = _accesses(op)
+                if any(_conflict(a, p) for a in accesses for p in state):
+                    self.marks.append(op)
+                    state = []
+                state = state + accesses
+        return state
+
+    def loop(self, op: ir.Operation, state):
+        body = op.regions[-1].blocks[0]
+        end = self.block(body, list(state))
+        end = self.block(body, _union(state, end))
+        return _union(state, end)
+
+
+def _union(*states):
+    merged = []
+    for state in states:
+        for access in state:
+            if access not in merged:
+                merged.append(access)
+    return merged
+
+
+def _conflict(new: _SharedAccess, old: _SharedAccess) -> bool:
+    """A read after another thread's write, or a write after another thread's read, of one buffer."""
+    if new.buffer != old.buffer or new.write == old.write:
+        return False
+    return new.who is None or new.who != old.who
+
+
+def _accesses(op: ir.Operation) -> list[_SharedAccess]:
+    """Shared-memory accesses of one op (a whole tile.parallel, a tile.gemm, or a plain load/store)."""
+    if op.name == "tile.gemm":
+        return [_SharedAccess(v, False, None) for v in op.operands[:2] if memory_space(v.type) == SHARED]
+    if op.name == "tile.parallel":
+        return [_parallel_access(op, inner) for inner in lir.walk_ops(op) if _shared_operand(inner) is not None]
+    if _shared_operand(op) is not None:
+        return [_SharedAccess(_shared_operand(op), op.name == "memref.store", None)]
+    accesses = []
+    for inner in lir.walk_ops(op):
+        if _shared_operand(inner) is not None:
+            accesses.append(_SharedAccess(_shared_operand(inner), inner.name == "memref.store", None))
+    return accesses
+
+
+def _shared_operand(op: ir.Operation) -> ir.Value | None:
+    if op.name not in ("memref.load", "memref.store", "vector.load", "vector.store"):
+        return None
+    memref = op.operands[1] if op.name.endswith("store") else op.operands[0]
+    return memref if memory_space(memref.type) == SHARED else None
+
+
+def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:
+    memref = _shared_operand(op)
+    indices = list(op.operands[2:] if op.name.endswith("store") else op.operands[1:])
+    block = parallel.regions[0].blocks[0]
+    who = None
+    if lir.LAYOUT_ATTR in parallel.attributes and all(
+        isinstance(i, ir.BlockArgument) and i.owner == block for i in indices
+    ) and lir.operation(op.parent) == parallel:
+        thread_map, _, replicate = _thread_part(parallel)
+        who = (thread_map, replicate, tuple(lir.static_extents(parallel)), tuple(i.arg_number for i in indices))
+    return _SharedAccess(memref, op.name.endswith("store"), who)
+
+
+def _thread_part(parallel: ir.Operation):
+    from tilemlir.dialects.tile import layout_parts
+
+    thread_map, local_map, replicate = layout_parts(parallel.attributes[lir.LAYOUT_ATTR])
+    return str(thread_map), str(local_map), replicate
+
+
+@register_pass("partition-threads", "turn tile.kernel / tile.parallel into gpu.launch and per-thread loops")
+def run(module: ir.Operation, options) -> None:
+    module = lir.operation(module)
+    with module.context, module.location:
+        kernels = [op for op in lir.walk_ops(module) if op.name == "tile.kernel"]
+        for kernel in kernels:
+            _KernelPartition(kernel).run()
