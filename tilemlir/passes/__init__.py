@@ -81,6 +81,9 @@ REGISTRY: dict[str, PassInfo] = {}
 # Modules that register passes; importing them fills REGISTRY.
 _PASS_MODULES: list[str] = [
     "tilemlir.passes.test_diagnostics",
+    "tilemlir.passes.insert_guards",
+    "tilemlir.passes.eliminate_guards",
+    "tilemlir.passes.vectorize",
     "tilemlir.passes.infer_layouts",
     "tilemlir.passes.lower_tile_ops",
     "tilemlir.passes.partition_threads",

@@ -1,0 +1,114 @@
+"""Global-memory accesses of thread-level IR and the index facts that keep them in range.
+
+A global access is a `memref.load`/`memref.store`/`vector.load`/
+`vector.store` on a memref without memory space (a kernel tensor,
+docs/ir.md). A vector access covers `lanes` consecutive elements along the
+last dim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+from tilemlir.analysis.index_terms import IndexTerms
+from tilemlir.mlir import ir
+
+_KINDS = {
+    "memref.load": (True, 0),
+    "memref.store": (False, 1),
+    "vector.load": (True, 0),
+    "vector.store": (False, 1),
+}
+
+
+@dataclass(frozen=True)
+class GlobalAccess:
+    op: ir.Operation
+    is_load: bool
+    memref: ir.Value
+    indices: tuple
+    lanes: int
+
+    @property
+    def element_type(self) -> ir.Type:
+        return self.memref.type.element_type
+
+    @property
+    def element_bytes(self) -> int:
+        return element_bytes(self.element_type)
+
+    @property
+    def stored_value(self) -> ir.Value | None:
+        return None if self.is_load else self.op.operands[0]
+
+    @property
+    def rank(self) -> int:
+        return self.memref.type.rank
+
+
+def element_bytes(type_: ir.Type) -> int:
+    width = getattr(type_, "width", None)
+    if width is None:
+        width = 64 if isinstance(type_, ir.IndexType) else 0
+    return max(1, width // 8)
+
+
+def is_global(memref_type: ir.Type) -> bool:
+    return isinstance(memref_type, ir.MemRefType) and memref_type.memory_space is None
+
+
+def global_access(op: ir.Operation) -> GlobalAccess | None:
+    """The access `op` makes to global memory, or None."""
+    op = op.operation if isinstance(op, ir.OpView) else op
+    kind = _KINDS.get(op.name)
+    if kind is None:
+        return None
+    is_load, memref_pos = kind
+    operands = list(op.operands)
+    memref = operands[memref_pos]
+    if not is_global(memref.type):
+        return None
+    lanes = 1
+    if op.name.startswith("vector."):
+        vector_type = op.results[0].type if is_load else operands[0].type
+        lanes = vector_type.shape[-1] if vector_type.rank == 1 else -1
+    return GlobalAccess(op, is_load, memref, tuple(operands[memref_pos + 1 :]), lanes)
+
+
+def global_accesses(root: ir.Operation) -> list[GlobalAccess]:
+    """Every global access nested in `root`, in program order."""
+    found = []
+
+    def visit(op):
+        access = global_access(op)
+        if access is not None:
+            found.append(access)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def bound_goals(terms: IndexTerms, access: GlobalAccess, indices=None) -> list[tuple[int, str, z3.BoolRef]]:
+    """(dim, "lower"|"upper", goal) for every bound the access must respect.
+
+    `indices` overrides the index terms (e.g. at one lane of a loop)."""
+    index_terms = indices if indices is not None else [terms.int_term(v) for v in access.indices]
+    goals = []
+    last = access.rank - 1
+    for dim, index in enumerate(index_terms):
+        extra = access.lanes - 1 if dim == last else 0
+        goals.append((dim, "lower", index >= 0))
+        goals.append((dim, "upper", index + extra < terms.dim_term(access.memref, dim)))
+    return goals
+
+
+def row_major_strides(terms: IndexTerms, memref: ir.Value) -> list:
+    """Element strides of each dim of a contiguous row-major global tensor."""
+    rank = memref.type.rank
+    strides = [z3.IntVal(1)] * rank
+    for dim in range(rank - 2, -1, -1):
+        strides[dim] = strides[dim + 1] * terms.dim_term(memref, dim + 1)
+    return [z3.simplify(s) for s in strides]

@@ -1,0 +1,186 @@
+"""Z3 prover for index facts of thread-level IR: is a condition true wherever an op runs?
+
+`Prover(func)` answers `prove(goal, at)`: does the Z3 boolean `goal` (built
+from `prover.terms`, see `index_terms`) hold at every execution of op `at`,
+given the facts in scope there:
+
+- the facts of every variable in the goal (thread and block ids in their
+  ranges, loop induction variables in theirs, symbolic dims >= 1, ...),
+  and of the variables those facts mention in turn;
+- `tile.assume` conditions whose block encloses `at` and that come before it;
+- the condition of every enclosing `scf.if` (negated in the else region);
+- `extra` facts the caller adds.
+
+Only facts connected to the goal through shared variables are sent, so
+equal questions give equal queries; answers are cached by the query's text.
+Each query runs under a timeout (`TILEMLIR_PROVER_TIMEOUT_MS`, default 50
+ms). Soundness is the caller's rule: only `Outcome.proved` lets a guard go;
+`refuted`, `unknown` and `timeout` all keep it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass
+
+import z3
+
+from tilemlir.analysis.index_terms import IndexTerms
+from tilemlir.config import settings
+from tilemlir.mlir import ir
+
+_CACHE_LIMIT = 200_000
+_cache: dict = {}
+
+
+class Verdict(enum.Enum):
+    PROVED = "proved"
+    REFUTED = "refuted"
+    UNKNOWN = "unknown"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: Verdict
+    query: str
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict is Verdict.PROVED
+
+    @property
+    def timed_out(self) -> bool:
+        return self.verdict is Verdict.TIMEOUT
+
+
+def clear_cache() -> None:
+    _cache.clear()
+
+
+class Prover:
+    """Answers index questions about one function; keeps counts in `stats`."""
+
+    def __init__(self, func: ir.Operation, timeout_ms: int | None = None):
+        self.terms = IndexTerms(func)
+        self.timeout_ms = settings().prover_timeout_ms if timeout_ms is None else timeout_ms
+        self.stats: Counter = Counter()
+        self._assumes = _assume_ops(self.terms.func)
+        self._fact_vars: dict[int, tuple] = {}
+
+    def prove(self, goal: z3.BoolRef, at: ir.Operation | None = None, extra=()) -> Outcome:
+        """Whether `goal` holds wherever `at` executes (with `extra` facts)."""
+        scoped = (self.scope_facts(at) if at is not None else []) + list(extra)
+        facts = self._relevant(goal, scoped)
+        query = _query_text(facts, goal)
+        self.stats["queries"] += 1
+        verdict = _cache.get(query) or _cache.get((query, self.timeout_ms))
+        if verdict is not None:
+            self.stats["cache-hits"] += 1
+        else:
+            verdict = self._solve(facts, goal)
+            key = query if verdict in (Verdict.PROVED, Verdict.REFUTED) else (query, self.timeout_ms)
+            if len(_cache) > _CACHE_LIMIT:
+                _cache.clear()
+            _cache[key] = verdict
+        self.stats[verdict.value] += 1
+        return Outcome(verdict, query)
+
+    def scope_facts(self, at: ir.Operation) -> list[z3.BoolRef]:
+        """Assumes and enclosing `scf.if` conditions that hold wherever `at` runs."""
+        at = at.operation if isinstance(at, ir.OpView) else at
+        facts = []
+        node = at
+        while node is not None and node != self.terms.func:
+            parent = node.parent
+            if parent is None:
+                break
+            if parent.name == "scf.if":
+                cond = self.terms.bool_term(parent.operands[0])
+                facts.append(cond if node.block.region == parent.regions[0] else z3.Not(cond))
+            for assume in self._assumes:
+                if assume.block == node.block and assume.is_before_in_block(node):
+                    facts.append(self.terms.bool_term(assume.operands[0]))
+            node = parent
+        return facts
+
+    def _solve(self, facts: list, goal: z3.BoolRef) -> Verdict:
+        simple = z3.simplify(goal)
+        if z3.is_true(simple):
+            return Verdict.PROVED
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(self.timeout_ms)))
+        solver.add(*facts)
+        solver.add(z3.Not(goal))
+        result = solver.check()
+        if result == z3.unsat:
+            return Verdict.PROVED
+        if result == z3.sat:
+            return Verdict.REFUTED
+        reason = solver.reason_unknown()
+        return Verdict.TIMEOUT if ("timeout" in reason or "canceled" in reason) else Verdict.UNKNOWN
+
+    def _relevant(self, goal, scoped: list) -> list:
+        """The facts a query needs: scope facts connected to its variables, and the facts owned
+        by every variable it (transitively) mentions — never those of a variable it does not."""
+        wanted, expanded = set(_variables(goal)), set()
+        chosen: dict = {}
+        pending = list(scoped)
+        changed = True
+        while changed:
+            changed = False
+            rest = []
+            for fact in pending:
+                names = self._vars_of(fact)
+                if not names or names & wanted:
+                    chosen[fact.get_id()] = fact
+                    wanted |= names
+                    changed = True
+                else:
+                    rest.append(fact)
+            pending = rest
+            for name in list(wanted - expanded):
+                expanded.add(name)
+                for fact in self.terms.owned_facts.get(name, ()):
+                    chosen[fact.get_id()] = fact
+                    wanted |= self._vars_of(fact)
+                    changed = True
+        return list(chosen.values())
+
+    def _vars_of(self, fact) -> frozenset:
+        # Z3 reuses the id of a freed term: the entry keeps its term alive so the id stays its own.
+        key = fact.get_id()
+        if key not in self._fact_vars:
+            self._fact_vars[key] = (fact, frozenset(_variables(fact)))
+        return self._fact_vars[key][1]
+
+
+def _variables(expr) -> set:
+    """Names of the uninterpreted constants in a Z3 expression."""
+    seen, names, stack = set(), set(), [expr]
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            names.add(node.decl().name())
+        stack.extend(node.children())
+    return names
+
+
+def _query_text(facts: list, goal) -> str:
+    return "\n".join(sorted({f.sexpr() for f in facts})) + "\n|- " + goal.sexpr()
+
+
+def _assume_ops(func: ir.Operation) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name == "tile.assume":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit)
+    return found

@@ -1,0 +1,422 @@
+"""eliminate-guards: remove, hoist and split bounds guards that Z3 proves redundant.
+
+Takes thread-level IR with guards (`scf.if` marked `tile.guard`, from
+insert-guards; see `tilemlir.passes.guards`) and gives the same IR with
+fewer checks. For each guard, innermost first, with the facts in scope
+(`tilemlir.analysis.prover`):
+
+- every check (leaf of its `arith.andi` chain) proved true is dropped; a
+  guard with no check left is removed and its then branch runs alone;
+- a guard proved false everywhere is replaced by its else branch (the
+  load's pad value; a store disappears);
+- loop versioning (hoisting): checks that are invariant in an enclosing
+  `scf.for` (computed only from values defined outside it) are hoisted:
+  the loop becomes `scf.if %checks { loop } else { copy of loop }` (the
+  new `scf.if` is itself a guard), and the copies are simplified again —
+  the then copy loses those checks, the else copy folds what fails;
+- tail split: when the checks hold on every iteration but the last
+  `max-tail` ones, the loop becomes an unguarded interior loop followed by
+  a guarded tail loop over the same induction variable.
+
+Only `proved` answers remove anything; `refuted`, `unknown` and a timeout
+keep the check. At the end the pass recounts the guards and checks that
+every one that disappeared had a proof (`guards-removed-without-proof`
+must be 0, else it reports an internal error).
+
+Statistics: guards-proved, guards-folded, guards-kept, guards-timed-out,
+checks-dropped, loops-versioned, loops-split, prover-queries,
+prover-cache-hits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import z3
+
+from tilemlir.analysis.index_terms import ceil_div, constant_int
+from tilemlir.analysis.prover import Outcome, Prover
+from tilemlir.mlir import ir
+from tilemlir.passes import diag, register_pass
+from tilemlir.passes.guards import (
+    Graveyard,
+    as_op,
+    binary,
+    check_leaves,
+    conjunction,
+    defining_op,
+    guards_in,
+    hoistable,
+    index_constant,
+    inline_else,
+    inline_then,
+    make_guard,
+    set_condition,
+    yield_,
+)
+
+_MAX_ROUNDS = 64
+_VECTOR_RUN_TRIPS = 16
+# Ops whose threads must all reach them together: a loop holding one is never versioned.
+_COLLECTIVE_PREFIXES = ("gpu.barrier", "gpu.shuffle", "gpu.subgroup", "gpu.all_reduce", "nvgpu.", "tile.")
+
+_STATISTICS = {
+    "guards-proved": "guards removed: Z3 proved every check true",
+    "guards-folded": "guards replaced by their else branch: Z3 proved them false",
+    "guards-kept": "guards left after the pass",
+    "guards-timed-out": "kept guards with at least one query that timed out",
+    "checks-dropped": "checks proved true and dropped from guards that stay",
+    "loops-versioned": "loops versioned on loop-invariant checks (guard hoisting)",
+    "loops-split": "loops split into an unguarded interior and a guarded tail",
+    "prover-queries": "Z3 queries asked",
+    "prover-cache-hits": "Z3 queries answered from the cache",
+}
+
+
+@dataclass(frozen=True)
+class EliminateGuardsOptions:
+    max_tail: int = 2  # split a loop when its guard fails only in the last max-tail iterations
+    max_versioned: int = 16  # loop versionings per function
+    max_split: int = 16  # loop splits per function
+    max_loop_ops: int = 400  # larger loops are neither versioned nor split
+
+
+@register_pass("eliminate-guards", "remove, hoist and split bounds guards Z3 proves redundant", EliminateGuardsOptions)
+def run(module, options: EliminateGuardsOptions) -> None:
+    for func in _entry_functions(as_op(module)):
+        with func.location:
+            stats = _Eliminator(func, options).run()
+        for name, description in _STATISTICS.items():
+            diag.statistic(name, stats[name], description)
+
+
+def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name == "func.func" and any(True for _ in _launches(op)):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
+
+
+def _launches(func: ir.Operation):
+    for block in func.regions[0].blocks:
+        for op in block.operations:
+            if as_op(op).name == "gpu.launch":
+                yield as_op(op)
+
+
+class _Eliminator:
+    def __init__(self, func: ir.Operation, options: EliminateGuardsOptions):
+        self.func = func
+        self.options = options
+        self.prover = Prover(func)
+        self.graveyard = Graveyard()
+        self.stats: Counter = Counter()
+        self.proofs: list[list[Outcome]] = []
+        self.timed_out: set = set()
+        self.created = 0
+        self.discarded = 0
+        self.restructured: set = set()
+
+    def run(self) -> Counter:
+        start = len(guards_in(self.func))
+        for _ in range(_MAX_ROUNDS):
+            for guard in guards_in(self.func):
+                self._simplify(guard)
+            if not self._restructure_one():
+                break
+        kept = guards_in(self.func)
+        self.stats["guards-kept"] = len(kept)
+        self.stats["guards-timed-out"] = sum(1 for g in kept if g in self.timed_out)
+        self.stats["prover-queries"] = self.prover.stats["queries"]
+        self.stats["prover-cache-hits"] = self.prover.stats["cache-hits"]
+        self._check_proofs(start, len(kept))
+        self.prover = None
+        self.timed_out.clear()
+        self.restructured.clear()
+        self.graveyard.release(_root_of(self.func))
+        return self.stats
+
+    def _check_proofs(self, start: int, kept: int) -> None:
+        removed = self.stats["guards-proved"] + self.stats["guards-folded"]
+        unproved = (start + self.created - self.discarded - kept) - removed
+        unproved += sum(1 for outcomes in self.proofs if not all(o.proved for o in outcomes))
+        if unproved or len(self.proofs) != removed:
+            raise diag.error(self.func, f"eliminate-guards: {unproved} guard(s) removed without a proof (internal error)")
+
+    # -- per guard -----------------------------------------------------------------
+
+    def _simplify(self, guard: ir.Operation) -> None:
+        terms = self.prover.terms
+        leaves = check_leaves(guard.operands[0])
+        goals = [terms.bool_term(leaf) for leaf in leaves]
+        outcomes = [self.prover.prove(goal, guard) for goal in goals]
+        if any(o.timed_out for o in outcomes):
+            self.timed_out.add(guard)
+        if all(o.proved for o in outcomes):
+            self.proofs.append(outcomes)
+            self.stats["guards-proved"] += 1
+            self.discarded += _guards_in_region(guard, 1)
+            inline_then(guard, self.graveyard)
+            return
+        never = self.prover.prove(z3.Not(z3.And(*goals)), guard)
+        if never.proved:
+            self.proofs.append([never])
+            self.stats["guards-folded"] += 1
+            self.discarded += _guards_in_region(guard, 0)
+            inline_else(guard, self.graveyard)
+            return
+        remaining = [leaf for leaf, o in zip(leaves, outcomes) if not o.proved]
+        if len(remaining) < len(leaves):
+            self.stats["checks-dropped"] += len(leaves) - len(remaining)
+            set_condition(guard, conjunction(remaining, ir.InsertionPoint(guard), guard.location), self.graveyard)
+
+    # -- restructuring -------------------------------------------------------------
+
+    def _restructure_one(self) -> bool:
+        """Version or split one loop around a remaining guard; False when none applies."""
+        for guard in guards_in(self.func):
+            loops = _enclosing_loops(guard)
+            for loop in reversed(loops):
+                if self._try_version(loop, guard):
+                    return True
+            for loop in loops:
+                if self._try_split(loop, guard):
+                    return True
+        return False
+
+    def _eligible(self, loop: ir.Operation) -> bool:
+        return loop not in self.restructured and _op_count(loop) <= self.options.max_loop_ops
+
+    def _try_version(self, loop: ir.Operation, guard: ir.Operation) -> bool:
+        if self.stats["loops-versioned"] >= self.options.max_versioned or not self._eligible(loop):
+            return False
+        invariant = _Invariance(loop)
+        if not any(invariant(leaf) for leaf in check_leaves(guard.operands[0])):
+            return False
+        if _holds_collective(loop):
+            return False
+        leaves = self._invariant_leaves(loop, invariant)
+        self._version(loop, leaves)
+        return True
+
+    def _invariant_leaves(self, loop: ir.Operation, invariant) -> list[ir.Value]:
+        """Invariant checks of every guard in `loop`, one per distinct condition."""
+        chosen, seen = [], set()
+        for guard in guards_in(loop):
+            for leaf in check_leaves(guard.operands[0]):
+                key = self.prover.terms.bool_term(leaf).sexpr()
+                if invariant(leaf) and key not in seen:
+                    seen.add(key)
+                    chosen.append(leaf)
+        return chosen
+
+    def _version(self, loop: ir.Operation, leaves: list[ir.Value]) -> None:
+        loc, ip = loop.location, ir.InsertionPoint(loop)
+        mapping: dict = {}
+        hoisted = [_materialize(leaf, loop, ip, mapping) for leaf in leaves]
+        cond = conjunction(hoisted, ip, loc)
+        version = make_guard(cond, [r.type for r in loop.results], loc, ip, with_else=True)
+        for old, new in zip(loop.results, version.results):
+            old.replace_all_uses_with(new)
+        then_block, else_block = version.regions[0].blocks[0], version.regions[1].blocks[0]
+        loop.move_before(yield_(list(loop.results), then_block, loc))
+        copy = loop.clone(ip=ir.InsertionPoint(else_block))
+        yield_(list(copy.results), else_block, loc)
+        self.restructured.update({loop, copy})
+        self.created += 1 + len(guards_in(copy))
+        self.stats["loops-versioned"] += 1
+
+    def _try_split(self, loop: ir.Operation, guard: ir.Operation) -> bool:
+        if self.stats["loops-split"] >= self.options.max_split or not self._eligible(loop):
+            return False
+        trips = _constant_trips(loop)
+        if trips is not None and trips <= _VECTOR_RUN_TRIPS and not _has_inner_loop(loop):
+            return False  # a candidate vector run: vectorize handles its guards whole
+        terms = self.prover.terms
+        view = loop.opview
+        lb, ub, step = (terms.int_term(v) for v in (view.lowerBound, view.upperBound, view.step))
+        iv = terms.loop_var(loop)
+        goals = [terms.bool_term(leaf) for leaf in check_leaves(guard.operands[0])]
+        if not any(_mentions(goal, iv) for goal in goals):
+            return False
+        for tail in range(1, self.options.max_tail + 1):
+            if trips is not None and trips <= tail:
+                return False
+            interior = ceil_div(ub - lb, step) - tail
+            split = lb + z3.If(interior > 0, interior, 0) * step
+            if self.prover.prove(split <= lb, loop).proved:
+                continue  # no interior iteration could ever run
+            if all(self.prover.prove(goal, guard, extra=[iv < split]).proved for goal in goals):
+                self._split(loop, tail)
+                return True
+        return False
+
+    def _split(self, loop: ir.Operation, tail: int) -> None:
+        loc, ip = loop.location, ir.InsertionPoint(loop)
+        split = _split_point(loop, tail, ip, loc)
+        interior = loop.clone(ip=ip)
+        interior.operands[1] = split
+        rest = loop.clone(ip=ip)
+        rest.operands[0] = split
+        for i, result in enumerate(interior.results):
+            rest.operands[3 + i] = result
+        for old, new in zip(loop.results, rest.results):
+            old.replace_all_uses_with(new)
+        self.restructured.update({interior, rest})
+        copies = len(guards_in(interior)) + len(guards_in(rest))
+        self.discarded += len(guards_in(loop))
+        self.created += copies
+        self.graveyard.bury(loop)
+        self.stats["loops-split"] += 1
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+class _Invariance:
+    """Whether a value is the same on every iteration of `loop` and may be computed before it."""
+
+    def __init__(self, loop: ir.Operation):
+        self.loop = loop
+        self.memo: dict = {}
+
+    def __call__(self, value: ir.Value) -> bool:
+        if value not in self.memo:
+            self.memo[value] = self._compute(value)
+        return self.memo[value]
+
+    def _compute(self, value: ir.Value) -> bool:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            holder = owner.owner
+            return not _inside(as_op(holder), self.loop)
+        op = as_op(owner)
+        if not _inside(op, self.loop):
+            return True
+        return hoistable(op) and all(self(v) for v in op.operands)
+
+
+def _inside(op: ir.Operation, loop: ir.Operation) -> bool:
+    """Whether `op` is `loop` or nested in it."""
+    node = op
+    while node is not None:
+        if node == loop:
+            return True
+        node = node.parent
+    return False
+
+
+def _materialize(value: ir.Value, loop: ir.Operation, ip, mapping: dict) -> ir.Value:
+    """`value` computed before `loop` (clones its pure defining ops found inside the loop)."""
+    if value in mapping:
+        return mapping[value]
+    op = defining_op(value)
+    if op is None or not _inside(op, loop):
+        return value
+    operands = [_materialize(operand, loop, ip, mapping) for operand in op.operands]
+    clone = op.clone(ip=ip)
+    for i, operand in enumerate(operands):
+        clone.operands[i] = operand
+    result = clone.results[value.result_number]
+    mapping[value] = result
+    return result
+
+
+def _guards_in_region(guard: ir.Operation, index: int) -> int:
+    return sum(len(guards_in(as_op(op))) for block in guard.regions[index].blocks for op in block.operations)
+
+
+def _has_inner_loop(loop: ir.Operation) -> bool:
+    found = [False]
+
+    def visit(op):
+        if op != loop and op.name in ("scf.for", "scf.while", "scf.parallel"):
+            found[0] = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    loop.walk(visit)
+    return found[0]
+
+
+def _enclosing_loops(op: ir.Operation) -> list[ir.Operation]:
+    """Enclosing `scf.for` ops inside the launch, innermost first."""
+    loops, node = [], op.parent
+    while node is not None and node.name != "gpu.launch":
+        if node.name == "scf.for":
+            loops.append(node)
+        node = node.parent
+    return loops
+
+
+def _op_count(root: ir.Operation) -> int:
+    count = [0]
+
+    def visit(op):
+        count[0] += 1
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return count[0]
+
+
+def _holds_collective(root: ir.Operation) -> bool:
+    found = [False]
+
+    def visit(op):
+        if op.name.startswith(_COLLECTIVE_PREFIXES):
+            found[0] = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found[0]
+
+
+def _mentions(expr, var) -> bool:
+    target = var.get_id()
+    stack, seen = [expr], set()
+    while stack:
+        node = stack.pop()
+        if node.get_id() == target:
+            return True
+        if node.get_id() not in seen:
+            seen.add(node.get_id())
+            stack.extend(node.children())
+    return False
+
+
+def _constant_trips(loop: ir.Operation) -> int | None:
+    lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
+    if None in (lb, ub, step) or step <= 0:
+        return None
+    return max(0, -(-(ub - lb) // step))
+
+
+def _split_point(loop: ir.Operation, tail: int, ip, loc) -> ir.Value:
+    """lb + max(trips - tail, 0) * step: where the last `tail` iterations begin."""
+    lb, ub, step = list(loop.operands)[:3]
+    values = [constant_int(v) for v in (lb, ub, step)]
+    if None not in values:
+        lo, hi, st = values
+        return index_constant(lo + max(0, -(-(hi - lo) // st) - tail) * st, ip, loc)
+    if values[2] == 1:
+        last = binary("arith.subi", ub, index_constant(tail, ip, loc), ip, loc)
+        return binary("arith.maxsi", last, lb, ip, loc)
+    span = binary("arith.subi", ub, lb, ip, loc)
+    trips = binary("arith.ceildivsi", span, step, ip, loc)
+    interior = binary("arith.subi", trips, index_constant(tail, ip, loc), ip, loc)
+    interior = binary("arith.maxsi", interior, index_constant(0, ip, loc), ip, loc)
+    return binary("arith.addi", lb, binary("arith.muli", interior, step, ip, loc), ip, loc)
+
+
+def _root_of(op: ir.Operation) -> ir.Operation:
+    while op.parent is not None:
+        op = op.parent
+    return op

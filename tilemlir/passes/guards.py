@@ -1,0 +1,305 @@
+"""The guard forms shared by insert-guards, eliminate-guards and vectorize.
+
+A guard is an `scf.if` marked `tile.guard` (docs/ir.md):
+
+    scf.if %ok { memref.store %v, %Y[%i, %j] : memref<?x64xf32> } {tile.guard}
+
+    %x = scf.if %ok -> (f32) {
+      %l = memref.load %X[%i, %j] {tile.pad = 0xFF800000 : f32} : memref<?x64xf32>
+      scf.yield %l : f32
+    } else {
+      %p = arith.constant 0xFF800000 : f32
+      scf.yield %p : f32
+    } {tile.guard}
+
+`%ok` is an `arith.andi` chain of `arith.cmpi` checks (`sge %i, 0`,
+`slt %j, %dim`); each leaf of the chain is one check. The else branch
+yields the load's `tile.pad` value (0 without one).
+
+Helpers here build those forms, read a guard's checks, and remove a
+guard keeping its then branch (`inline_then`) or its else branch
+(`inline_else`). Removed ops are detached into a `Graveyard` rather than
+erased, so no op is freed while a pass still holds terms keyed by values.
+"""
+
+from __future__ import annotations
+
+from tilemlir.mlir import ir
+
+GUARD = "tile.guard"
+PAD = "tile.pad"
+_SLT, _SGE = 2, 5
+
+# Ops without side effects that may be cloned, hoisted, or erased when unused.
+PURE_OPS = frozenset(
+    {
+        "arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.cmpi", "arith.andi",
+        "arith.ori", "arith.xori", "arith.select", "arith.minsi", "arith.maxsi", "arith.minui",
+        "arith.maxui", "arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+        "arith.trunci", "arith.shli", "arith.shrsi", "arith.shrui", "arith.divsi", "arith.divui",
+        "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui",
+        "affine.apply", "affine.min", "affine.max", "memref.dim", "gpu.thread_id",
+        "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "vector.extract", "vector.from_elements",
+        "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+        "arith.bitcast", "arith.addf", "arith.subf", "arith.mulf", "arith.negf", "arith.maximumf",
+        "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.cmpf",
+    }
+)
+_DIVISIONS = frozenset(
+    {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+     "arith.ceildivui"}
+)
+
+
+def as_op(op) -> ir.Operation:
+    return op.operation if isinstance(op, ir.OpView) else op
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else as_op(owner)
+
+
+def is_guard(op) -> bool:
+    op = as_op(op)
+    return op.name == "scf.if" and GUARD in op.attributes
+
+
+def guards_in(root: ir.Operation) -> list[ir.Operation]:
+    """Every guard nested in `root`, innermost first (post-order)."""
+    found = []
+
+    def visit(op):
+        if is_guard(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.POST_ORDER)
+    return found
+
+
+def hoistable(op: ir.Operation) -> bool:
+    """Whether `op` may run earlier or more often than written: pure, and no division by a non-constant."""
+    if op.name not in PURE_OPS or len(op.regions):
+        return False
+    if op.name in _DIVISIONS:
+        divisor = defining_op(op.operands[1])
+        return divisor is not None and divisor.name == "arith.constant" and _int_value(divisor) not in (0, None)
+    return True
+
+
+def _int_value(constant: ir.Operation) -> int | None:
+    attr = constant.attributes["value"]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+# -- building ----------------------------------------------------------------
+
+
+def index_constant(value: int, ip: ir.InsertionPoint, loc) -> ir.Value:
+    return constant(ir.IntegerAttr.get(ir.IndexType.get(), value), ip, loc)
+
+
+def constant(attr: ir.Attribute, ip: ir.InsertionPoint, loc) -> ir.Value:
+    return ir.Operation.create("arith.constant", results=[attr.type], attributes={"value": attr}, loc=loc, ip=ip).result
+
+
+def compare(predicate: int, lhs: ir.Value, rhs: ir.Value, ip, loc) -> ir.Value:
+    attrs = {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)}
+    i1 = ir.IntegerType.get_signless(1)
+    return ir.Operation.create("arith.cmpi", results=[i1], operands=[lhs, rhs], attributes=attrs, loc=loc, ip=ip).result
+
+
+def binary(name: str, lhs: ir.Value, rhs: ir.Value, ip, loc) -> ir.Value:
+    return ir.Operation.create(name, results=[lhs.type], operands=[lhs, rhs], loc=loc, ip=ip).result
+
+
+def conjunction(leaves: list[ir.Value], ip, loc) -> ir.Value:
+    """`arith.andi` chain of i1 values (left-nested, in order)."""
+    result = leaves[0]
+    for leaf in leaves[1:]:
+        result = binary("arith.andi", result, leaf, ip, loc)
+    return result
+
+
+def lower_check(index: ir.Value, ip, loc) -> ir.Value:
+    return compare(_SGE, index, index_constant(0, ip, loc), ip, loc)
+
+
+def upper_check(index: ir.Value, lanes: int, extent: ir.Value, ip, loc) -> ir.Value:
+    """`index + lanes - 1 < extent`."""
+    if lanes > 1:
+        index = binary("arith.addi", index, index_constant(lanes - 1, ip, loc), ip, loc)
+    return compare(_SLT, index, extent, ip, loc)
+
+
+def extent_value(memref: ir.Value, dim: int, ip, loc) -> ir.Value:
+    """The extent of `dim`: a constant when static, else `memref.dim`."""
+    size = memref.type.shape[dim]
+    if size != ir.ShapedType.get_dynamic_size():
+        return index_constant(size, ip, loc)
+    index = ir.IndexType.get()
+    return ir.Operation.create(
+        "memref.dim", results=[index], operands=[memref, index_constant(dim, ip, loc)], loc=loc, ip=ip
+    ).result
+
+
+def pad_attr(load: ir.Operation, result_type: ir.Type) -> ir.Attribute:
+    """The value a guarded-off load yields: its `tile.pad` (converted to the element type), else 0."""
+    element = result_type.element_type if isinstance(result_type, ir.VectorType) else result_type
+    raw = load.attributes[PAD] if PAD in load.attributes else None
+    if isinstance(element, ir.FloatType):
+        value = ir.FloatAttr(raw).value if isinstance(raw, ir.FloatAttr) else float(_int_or_zero(raw))
+        scalar = ir.FloatAttr.get(element, value)
+    else:
+        value = ir.IntegerAttr(raw).value if isinstance(raw, ir.IntegerAttr) else int(_float_or_zero(raw))
+        scalar = ir.IntegerAttr.get(element, value)
+    if isinstance(result_type, ir.VectorType):
+        return ir.DenseElementsAttr.get_splat(result_type, scalar)
+    return scalar
+
+
+def _int_or_zero(attr) -> int:
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else 0
+
+
+def _float_or_zero(attr) -> float:
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else 0.0
+
+
+def make_guard(cond: ir.Value, result_types: list, loc, ip, with_else: bool) -> ir.Operation:
+    """An empty guard `scf.if` (blocks created, no terminators)."""
+    op = ir.Operation.create("scf.if", results=result_types, operands=[cond], regions=2, loc=loc, ip=ip)
+    op.attributes[GUARD] = ir.UnitAttr.get()
+    with loc:
+        op.regions[0].blocks.append()
+        if with_else:
+            op.regions[1].blocks.append()
+    return op
+
+
+def yield_(values: list, block: ir.Block, loc) -> ir.Operation:
+    return ir.Operation.create("scf.yield", operands=list(values), loc=loc, ip=ir.InsertionPoint(block))
+
+
+def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad_source: ir.Operation | None = None) -> ir.Operation:
+    """Move `access_op` into a new guard on `cond`; a load's else branch yields the pad value."""
+    loc = access_op.location
+    results = [r.type for r in access_op.results]
+    guard = make_guard(cond, results, loc, ir.InsertionPoint(access_op), with_else=bool(results))
+    then_block = guard.regions[0].blocks[0]
+    for old, new in zip(access_op.results, guard.results):
+        old.replace_all_uses_with(new)
+    terminator = yield_(list(access_op.results), then_block, loc)
+    access_op.move_before(terminator)
+    if results:
+        else_block = guard.regions[1].blocks[0]
+        source = pad_source or access_op
+        pads = [constant(pad_attr(source, t), ir.InsertionPoint(else_block), loc) for t in results]
+        yield_(pads, else_block, loc)
+    return guard
+
+
+# -- reading -------------------------------------------------------------------
+
+
+def check_leaves(cond: ir.Value) -> list[ir.Value]:
+    """The checks of an `arith.andi` chain of i1 values, in order."""
+    op = defining_op(cond)
+    if op is not None and op.name == "arith.andi":
+        return check_leaves(op.operands[0]) + check_leaves(op.operands[1])
+    return [cond]
+
+
+def guarded_access(guard: ir.Operation) -> ir.Operation | None:
+    """The single op (besides the yield) in the guard's then block, if that is all it holds."""
+    ops = list(guard.regions[0].blocks[0].operations)
+    return as_op(ops[0]) if len(ops) == 2 else None
+
+
+# -- removing ------------------------------------------------------------------
+
+
+class Graveyard:
+    """Ops taken out of the IR but kept alive until the pass ends, and pure ops that may have died."""
+
+    def __init__(self):
+        self.detached: list = []
+        self.maybe_dead: list[ir.Operation] = []
+
+    def bury(self, op: ir.Operation) -> None:
+        for operand in op.operands:
+            self.note_operand(operand)
+        self.detached.append(op.detach_from_parent())
+
+    def note_operand(self, value: ir.Value) -> None:
+        owner = defining_op(value)
+        if owner is not None and owner.name in PURE_OPS:
+            self.maybe_dead.append(owner)
+
+    def release(self, root: ir.Operation) -> int:
+        """Erase the buried ops, then the pure ops under `root` left without uses; returns how many of those.
+
+        The bindings give one op several wrapper objects, and touching a wrapper
+        of an erased op crashes: ops are tracked by hash (their address), each
+        queued once, and none is reached again after it is erased (it had no users).
+        """
+        queued = {hash(op): op for op in self.maybe_dead if _root_of(op) == root}
+        self.maybe_dead.clear()
+        # In burial order: an op buried later never uses a value of one buried earlier,
+        # while an earlier one may use values inside a later one (a guard, then its loop).
+        for op in self.detached:
+            op.operation.erase()
+        self.detached.clear()
+        erased = 0
+        while queued:
+            _, op = queued.popitem()
+            if op.name not in PURE_OPS or _has_uses(op):
+                continue
+            for value in op.operands:
+                owner = defining_op(value)
+                if owner is not None:
+                    queued.setdefault(hash(owner), owner)
+            op.erase()
+            erased += 1
+        return erased
+
+
+def _root_of(op: ir.Operation) -> ir.Operation:
+    while op.parent is not None:
+        op = op.parent
+    return op
+
+
+def _has_uses(op: ir.Operation) -> bool:
+    return any(True for result in op.results for _ in result.uses)
+
+
+def _inline_block(guard: ir.Operation, block: ir.Block, graveyard: Graveyard) -> None:
+    ops = [as_op(o) for o in block.operations]
+    terminator = ops[-1]
+    for op in ops[:-1]:
+        op.move_before(guard)
+    for old, new in zip(guard.results, terminator.operands):
+        old.replace_all_uses_with(new)
+    graveyard.note_operand(guard.operands[0])
+    graveyard.bury(guard)
+
+
+def inline_then(guard: ir.Operation, graveyard: Graveyard) -> None:
+    """Drop a guard whose condition always holds: its then branch runs unconditionally."""
+    _inline_block(guard, guard.regions[0].blocks[0], graveyard)
+
+
+def inline_else(guard: ir.Operation, graveyard: Graveyard) -> None:
+    """Drop a guard whose condition never holds: its else branch (pad values) runs instead."""
+    if len(guard.regions[1].blocks) == 0:
+        graveyard.note_operand(guard.operands[0])
+        graveyard.bury(guard)
+        return
+    _inline_block(guard, guard.regions[1].blocks[0], graveyard)
+
+
+def set_condition(guard: ir.Operation, cond: ir.Value, graveyard: Graveyard) -> None:
+    graveyard.note_operand(guard.operands[0])
+    guard.operands[0] = cond

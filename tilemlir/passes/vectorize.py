@@ -1,0 +1,504 @@
+"""vectorize: per-thread contiguous runs of global accesses become vector loads/stores of up to 16 bytes.
+
+Takes thread-level IR after eliminate-guards and gives the same IR where a
+run loop — an `scf.for` with constant bounds, step 1 and 2..max-lanes
+iterations, no results, whose body holds only index/element arithmetic,
+`"local"`/`"shared"` memref accesses and global accesses (each possibly
+inside its own guard) — has its global accesses turned into
+`vector.load`/`vector.store` when Z3 (`tilemlir.analysis.prover`) proves,
+for each vector of `w` lanes starting at iteration `s`:
+
+- contiguity: the last index is `base + iv`, the other indices do not move;
+- in range: every lane is inside the tensor (under the guard at lane `s`);
+- alignment: the row-major offset at `s` is a multiple of `w` elements
+  (base pointers are 16-byte aligned: the runtime checks that);
+- a guard inside the run is uniform: it holds for all `w` lanes or none.
+
+The widest of 16/8/4/2 bytes that works for every access of the run is
+used; otherwise the run stays scalar. Forms produced:
+
+- a copy into registers (global load stored unchanged into a local/shared
+  buffer at `reg0 + iv`, `reg0` a multiple of `w`):
+
+      %v = vector.load %X[%r, %c] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
+      vector.store %v, %x[%reg] : memref<32xbf16, "local">, vector<8xbf16>
+
+  and the mirror image for a copy out of registers;
+- anything else: the run is unrolled; each global load becomes one
+  `vector.load` before it and its lanes `vector.extract %v[k]`; each
+  global store collects its lanes with `vector.from_elements` and becomes
+  one `vector.store` after it;
+- a guarded access keeps one guard per vector, on the condition at its
+  first lane: `scf.if %ok -> (vector<8xbf16>) { vector.load } else
+  { arith.constant dense<pad> }` (`tile.guard`), or `scf.if %ok {
+  vector.store }`.
+
+Distinct tensor arguments are assumed not to overlap (as `__restrict__`);
+a run that loads and stores the same tensor stays scalar.
+
+Statistics: vectorized-16B, vectorized-8B, vectorized-4B, vectorized-2B
+(vector accesses made), runs-vectorized, runs-scalar.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import z3
+
+from tilemlir.analysis.accesses import GlobalAccess, element_bytes, global_access, is_global, row_major_strides
+from tilemlir.analysis.index_terms import constant_int
+from tilemlir.analysis.prover import Prover
+from tilemlir.mlir import ir
+from tilemlir.passes import diag, register_pass
+from tilemlir.passes.guards import (
+    PURE_OPS,
+    Graveyard,
+    as_op,
+    constant,
+    defining_op,
+    guarded_access,
+    index_constant,
+    is_guard,
+    make_guard,
+    pad_attr,
+    yield_,
+)
+
+_WIDTHS = (16, 8, 4, 2)
+_STATISTICS = {
+    **{f"vectorized-{w}B": f"global accesses turned into {w}-byte vector accesses" for w in _WIDTHS},
+    "runs-vectorized": "run loops whose global accesses became vector accesses",
+    "runs-scalar": "run loops with global accesses left scalar (not provably contiguous, aligned, in range)",
+}
+
+
+@dataclass(frozen=True)
+class VectorizeOptions:
+    max_bytes: int = 16  # widest vector access
+    max_lanes: int = 64  # longest run loop considered (unrolled when not a plain copy)
+
+
+@register_pass("vectorize", "turn contiguous per-thread global accesses into vector accesses of up to 16 bytes", VectorizeOptions)
+def run(module, options: VectorizeOptions) -> None:
+    for func in _entry_functions(as_op(module)):
+        with func.location:
+            stats = _Vectorizer(func, options).run()
+        for name, description in _STATISTICS.items():
+            diag.statistic(name, stats[name], description)
+
+
+def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name == "func.func":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
+
+
+@dataclass
+class _Item:
+    """One global access of a run: the access, the guard around it (if any), and its vector plan."""
+
+    access: GlobalAccess
+    guard: ir.Operation | None
+    lanes: int = 0
+
+    @property
+    def top(self) -> ir.Operation:
+        return self.guard if self.guard is not None else self.access.op
+
+
+@dataclass
+class _Run:
+    loop: ir.Operation
+    lb: int
+    trips: int
+    items: list[_Item] = field(default_factory=list)
+
+
+class _Vectorizer:
+    def __init__(self, func: ir.Operation, options: VectorizeOptions):
+        self.func = func
+        self.options = options
+        self.prover = Prover(func)
+        self.graveyard = Graveyard()
+        self.stats: Counter = Counter()
+
+    def run(self) -> Counter:
+        for loop in _loops(self.func):
+            run = self._run_of(loop)
+            if run is None:
+                continue
+            if all(self._plan(run, item) for item in run.items):
+                self._rewrite(run)
+                self.stats["runs-vectorized"] += 1
+            else:
+                self.stats["runs-scalar"] += 1
+        self.prover = None
+        self.graveyard.release(_root_of(self.func))
+        return self.stats
+
+    # -- recognizing a run ---------------------------------------------------------
+
+    def _run_of(self, loop: ir.Operation) -> _Run | None:
+        lb, ub, step = (constant_int(v) for v in list(loop.operands)[:3])
+        if None in (lb, ub, step) or step != 1 or len(loop.results):
+            return None
+        trips = ub - lb
+        if not 2 <= trips <= self.options.max_lanes or _launch_of(loop) is None:
+            return None
+        run = _Run(loop, lb, trips)
+        for op in _body_ops(loop):
+            item = _item_of(op)
+            if item is not None:
+                run.items.append(item)
+            elif len(op.regions) or not _plain_op(op):
+                return None
+        if not run.items or _loads_and_stores_same_tensor(run.items):
+            return None
+        return run
+
+    # -- proving ---------------------------------------------------------------
+
+    def _plan(self, run: _Run, item: _Item) -> bool:
+        if not self._contiguous(run, item):
+            return False
+        eb = item.access.element_bytes
+        for width in _WIDTHS:
+            lanes = width // eb
+            if width > self.options.max_bytes or lanes < 2 or run.trips % lanes or width % eb:
+                continue
+            starts = range(run.lb, run.lb + run.trips, lanes)
+            if all(self._vector_ok(run, item, start, lanes) for start in starts):
+                item.lanes = lanes
+                return True
+        return False
+
+    def _iv(self, run: _Run):
+        return self.prover.terms.loop_var(run.loop)
+
+    def _index_terms(self, item: _Item) -> list:
+        return [self.prover.terms.int_term(v) for v in item.access.indices]
+
+    def _contiguous(self, run: _Run, item: _Item) -> bool:
+        iv = self._iv(run)
+        lb = z3.IntVal(run.lb)
+        goals = []
+        indices = self._index_terms(item)
+        for dim, index in enumerate(indices):
+            at_lb = z3.substitute(index, (iv, lb))
+            goals.append(index == at_lb + (iv - lb) if dim == len(indices) - 1 else index == at_lb)
+        return self.prover.prove(z3.And(*goals), item.access.op).proved
+
+    def _vector_ok(self, run: _Run, item: _Item, start: int, lanes: int) -> bool:
+        terms = self.prover.terms
+        iv, first = self._iv(run), z3.IntVal(start)
+        indices = [z3.substitute(t, (iv, first)) for t in self._index_terms(item)]
+        extra = []
+        if item.guard is not None:
+            cond = terms.bool_term(item.guard.operands[0])
+            cond_first = z3.substitute(cond, (iv, first))
+            extra = [cond_first]
+            lanes_of_vector = [iv >= first, iv < first + lanes]
+            if not self.prover.prove(cond == cond_first, run.loop, extra=lanes_of_vector).proved:
+                return False
+        memref = item.access.memref
+        last = len(indices) - 1
+        for dim, index in enumerate(indices):
+            reach = index + (lanes - 1 if dim == last else 0)
+            goal = z3.And(index >= 0, reach < terms.dim_term(memref, dim))
+            if not self.prover.prove(goal, run.loop, extra=extra).proved:
+                return False
+        return self._aligned(run, indices, row_major_strides(terms, memref), lanes, extra)
+
+    def _aligned(self, run: _Run, indices, strides, lanes: int, extra) -> bool:
+        """sum(index * stride) is a multiple of `lanes`: each term is (a sufficient, cheaper check)."""
+        for index, stride in zip(indices, strides):
+            if self.prover.prove(stride % lanes == 0, run.loop, extra=extra).proved:
+                continue
+            if not self.prover.prove((index * stride) % lanes == 0, run.loop, extra=extra).proved:
+                return False
+        return True
+
+    # -- rewriting ---------------------------------------------------------------
+
+    def _rewrite(self, run: _Run) -> None:
+        copy = _copy_pair(run)
+        if copy is not None and self._register_side_ok(run, *copy):
+            self._rewrite_copy(run, *copy)
+        else:
+            self._rewrite_unrolled(run)
+        for item in run.items:
+            width = item.lanes * item.access.element_bytes
+            self.stats[f"vectorized-{width}B"] += run.trips // item.lanes
+        self.graveyard.bury(run.loop)
+
+    def _register_side_ok(self, run: _Run, item: _Item, register_op: ir.Operation) -> bool:
+        """The register buffer index is `reg0 + iv` with `reg0` a multiple of the lanes."""
+        terms = self.prover.terms
+        iv, lb = self._iv(run), z3.IntVal(run.lb)
+        reg_index = list(register_op.operands)[-1]
+        if register_op.name != "memref.load" and register_op.name != "memref.store":
+            return False
+        if len(list(register_op.operands)) != (3 if register_op.name == "memref.store" else 2):
+            return False
+        reg = terms.int_term(reg_index)
+        at_lb = z3.substitute(reg, (iv, lb))
+        if not self.prover.prove(reg == at_lb + (iv - lb), register_op).proved:
+            return False
+        return self.prover.prove(at_lb % item.lanes == 0, run.loop).proved
+
+    def _rewrite_copy(self, run: _Run, item: _Item, register_op: ir.Operation) -> None:
+        loop = run.loop
+        ip, loc = ir.InsertionPoint(loop), loop.location
+        register_memref = register_op.operands[1] if register_op.name == "memref.store" else register_op.operands[0]
+        vector_type = ir.VectorType.get([item.lanes], item.access.element_type)
+        for start in range(run.lb, run.lb + run.trips, item.lanes):
+            mapping = {_iv_value(loop): index_constant(start, ip, loc)}
+            reg = _clone_slice(list(register_op.operands)[-1], loop, mapping, ip, self.graveyard)
+            if item.access.is_load:
+                vector = self._vector_load(item, mapping, vector_type, ip, loc)
+                _vector_store(vector, register_memref, [reg], None, ip, loc)
+            else:
+                vector = _vector_load_plain(register_memref, [reg], vector_type, None, ip, loc)
+                self._vector_store(item, vector, mapping, ip, loc)
+
+    def _rewrite_unrolled(self, run: _Run) -> None:
+        loop = run.loop
+        ip, loc = ir.InsertionPoint(loop), loop.location
+        iv = _iv_value(loop)
+        vectors: dict = {}
+        for n, item in enumerate(run.items):
+            if item.access.is_load:
+                vector_type = ir.VectorType.get([item.lanes], item.access.element_type)
+                for start in range(run.lb, run.lb + run.trips, item.lanes):
+                    mapping = {iv: index_constant(start, ip, loc)}
+                    vectors[(n, start)] = self._vector_load(item, mapping, vector_type, ip, loc)
+        tops = {hash(item.top): n for n, item in enumerate(run.items)}
+        lane_values: dict = {}
+        for i in range(run.trips):
+            value = run.lb + i
+            mapping = {iv: index_constant(value, ip, loc)}
+            for op in _body_ops(loop):
+                n = tops.get(hash(op))
+                if n is None:
+                    self._clone_into(op, mapping, ip)
+                    continue
+                item = run.items[n]
+                start = value - (value - run.lb) % item.lanes
+                if item.access.is_load:
+                    vector = vectors[(n, start)]
+                    lane = _extract(vector, value - start, item.access.element_type, ip, loc)
+                    mapping[item.top.results[0]] = lane
+                else:
+                    stored = item.access.stored_value
+                    lane_values.setdefault(n, []).append(mapping.get(stored, stored))
+        for n, item in enumerate(run.items):
+            if item.access.is_load:
+                continue
+            vector_type = ir.VectorType.get([item.lanes], item.access.element_type)
+            for k, start in enumerate(range(run.lb, run.lb + run.trips, item.lanes)):
+                lanes = lane_values[n][k * item.lanes : (k + 1) * item.lanes]
+                vector = ir.Operation.create(
+                    "vector.from_elements", results=[vector_type], operands=lanes, loc=loc, ip=ip
+                ).result
+                mapping = {iv: index_constant(start, ip, loc)}
+                self._vector_store(item, vector, mapping, ip, loc)
+
+    def _clone_into(self, op: ir.Operation, mapping: dict, ip) -> None:
+        clone = op.clone(ip=ip)
+        for i, operand in enumerate(op.operands):
+            if operand in mapping:
+                clone.operands[i] = mapping[operand]
+        for old, new in zip(op.results, clone.results):
+            mapping[old] = new
+        if clone.name in PURE_OPS:
+            self.graveyard.maybe_dead.append(clone)
+
+    def _vector_load(self, item: _Item, mapping: dict, vector_type, ip, loc) -> ir.Value:
+        loop = item.top.parent
+        indices = [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+        align = item.lanes * item.access.element_bytes
+        if item.guard is None:
+            return _vector_load_plain(item.access.memref, indices, vector_type, align, ip, loc)
+        cond = _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
+        guard = make_guard(cond, [vector_type], loc, ip, with_else=True)
+        then_block, else_block = guard.regions[0].blocks[0], guard.regions[1].blocks[0]
+        loaded = _vector_load_plain(item.access.memref, indices, vector_type, align, ir.InsertionPoint(then_block), loc)
+        yield_([loaded], then_block, loc)
+        pad = constant(_pad_of(item, vector_type), ir.InsertionPoint(else_block), loc)
+        yield_([pad], else_block, loc)
+        return guard.results[0]
+
+    def _vector_store(self, item: _Item, vector: ir.Value, mapping: dict, ip, loc) -> None:
+        loop = item.top.parent
+        indices = [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+        align = item.lanes * item.access.element_bytes
+        if item.guard is None:
+            _vector_store(vector, item.access.memref, indices, align, ip, loc)
+            return
+        cond = _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
+        guard = make_guard(cond, [], loc, ip, with_else=False)
+        then_block = guard.regions[0].blocks[0]
+        terminator = yield_([], then_block, loc)
+        _vector_store(vector, item.access.memref, indices, align, ir.InsertionPoint(terminator), loc)
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+def _loops(func: ir.Operation) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name == "scf.for":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func.walk(visit, ir.WalkOrder.POST_ORDER)
+    return found
+
+
+def _launch_of(op: ir.Operation) -> ir.Operation | None:
+    node = op.parent
+    while node is not None and node.name != "gpu.launch":
+        node = node.parent
+    return node
+
+
+def _body_ops(loop: ir.Operation) -> list[ir.Operation]:
+    ops = [as_op(o) for o in loop.regions[0].blocks[0].operations]
+    return ops[:-1]
+
+
+def _plain_op(op: ir.Operation) -> bool:
+    """Arithmetic, or an access to an on-chip buffer."""
+    if op.name in ("memref.load", "memref.store"):
+        memref = op.operands[0] if op.name == "memref.load" else op.operands[1]
+        return not is_global(memref.type)
+    return op.name in PURE_OPS or op.name.startswith(("arith.", "math."))
+
+
+def _item_of(op: ir.Operation) -> _Item | None:
+    access = global_access(op)
+    if access is not None:
+        return _Item(access, None) if access.lanes == 1 else None
+    if is_guard(op) and not _guard_extra_ops(op):
+        inner = guarded_access(op)
+        access = global_access(inner) if inner is not None else None
+        if access is not None and access.lanes == 1:
+            return _Item(access, op)
+    return None
+
+
+def _guard_extra_ops(guard: ir.Operation) -> bool:
+    """Whether a guard's else branch does more than yield constants."""
+    if len(guard.regions[1].blocks) == 0:
+        return False
+    ops = [as_op(o) for o in guard.regions[1].blocks[0].operations]
+    return any(o.name not in ("arith.constant", "scf.yield") for o in ops)
+
+
+def _pad_of(item: _Item, vector_type) -> ir.Attribute:
+    """The guard's else value (the scalar it yields, splat), else the load's `tile.pad`."""
+    yielded = list(item.guard.regions[1].blocks[0].operations)[-1].operands[0]
+    owner = defining_op(yielded)
+    if owner is not None and owner.name == "arith.constant":
+        return ir.DenseElementsAttr.get_splat(vector_type, owner.attributes["value"])
+    return pad_attr(item.access.op, vector_type)
+
+
+def _loads_and_stores_same_tensor(items: list[_Item]) -> bool:
+    loaded = {hash(i.access.memref) for i in items if i.access.is_load}
+    stored = {hash(i.access.memref) for i in items if not i.access.is_load}
+    return bool(loaded & stored)
+
+
+def _copy_pair(run: _Run):
+    """(item, register access) when the run only copies one global access to or from a register buffer."""
+    if len(run.items) != 1:
+        return None
+    item = run.items[0]
+    others = [op for op in _body_ops(run.loop) if op != item.top]
+    memory = [op for op in others if op.name in ("memref.load", "memref.store")]
+    if len(memory) != 1:
+        return None
+    register_op = memory[0]
+    if item.access.is_load:
+        ok = register_op.name == "memref.store" and register_op.operands[0] == item.top.results[0]
+        ok = ok and sum(1 for _ in item.top.results[0].uses) == 1
+    else:
+        ok = register_op.name == "memref.load" and item.access.stored_value == register_op.results[0]
+    if not ok or register_op.operands[0 if register_op.name == "memref.load" else 1].type.element_type != item.access.element_type:
+        return None
+    return item, register_op
+
+
+def _iv_value(loop: ir.Operation) -> ir.Value:
+    return loop.regions[0].blocks[0].arguments[0]
+
+
+def _clone_slice(value: ir.Value, loop: ir.Operation, mapping: dict, ip, graveyard: Graveyard) -> ir.Value:
+    """`value` recomputed at `ip` with `mapping` applied (clones its defining ops inside `loop`)."""
+    if value in mapping:
+        return mapping[value]
+    op = defining_op(value)
+    if op is None or not _inside(op, loop):
+        return value
+    operands = [_clone_slice(v, loop, mapping, ip, graveyard) for v in op.operands]
+    clone = op.clone(ip=ip)
+    for i, operand in enumerate(operands):
+        clone.operands[i] = operand
+    graveyard.maybe_dead.append(clone)
+    result = clone.results[value.result_number]
+    mapping[value] = result
+    return result
+
+
+def _inside(op: ir.Operation, loop: ir.Operation) -> bool:
+    node = op
+    while node is not None:
+        if node == loop:
+            return True
+        node = node.parent
+    return False
+
+
+def _alignment_attrs(align: int | None) -> dict:
+    return {} if align is None else {"alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), align)}
+
+
+def _vector_load_plain(memref, indices, vector_type, align, ip, loc) -> ir.Value:
+    return ir.Operation.create(
+        "vector.load", results=[vector_type], operands=[memref, *indices], attributes=_alignment_attrs(align),
+        loc=loc, ip=ip,
+    ).result
+
+
+def _vector_store(vector, memref, indices, align, ip, loc) -> None:
+    ir.Operation.create(
+        "vector.store", operands=[vector, memref, *indices], attributes=_alignment_attrs(align), loc=loc, ip=ip
+    )
+
+
+def _extract(vector: ir.Value, position: int, element_type, ip, loc) -> ir.Value:
+    return ir.Operation.create(
+        "vector.extract",
+        results=[element_type],
+        operands=[vector],
+        attributes={"static_position": ir.DenseI64ArrayAttr.get([position])},
+        loc=loc,
+        ip=ip,
+    ).result
+
+
+def _root_of(op: ir.Operation) -> ir.Operation:
+    while op.parent is not None:
+        op = op.parent
+    return op
