@@ -14,7 +14,8 @@ CPU backend JIT-compiles:
 - every global, shared and local access is bounds-checked and every shared
   access race-checked at run time (`simulate/checks.py`); the function gets
   a trailing `memref<8xi64>` status argument and a `tile.sim_sites`
-  attribute describing its errors. With `out-of-range=pad`, out-of-range
+  attribute describing its errors (`check-races=false` leaves the race
+  checks out). With `out-of-range=pad`, out-of-range
   global loads read their `tile.pad` (0 without one) and out-of-range
   global stores are dropped, as guards would do, instead of being errors.
 
@@ -43,6 +44,7 @@ _TILE_OPS = {"tile.atomic_add"}
 @dataclass(frozen=True)
 class SimulateOptions:
     out_of_range: str = "error"  # "error": out-of-range global accesses are run-time errors; "pad": guards' meaning
+    check_races: bool = True  # false: no shared-memory race checks (a race then shows only in the numbers)
 
 
 DEFAULT_OPTIONS = SimulateOptions()
@@ -83,7 +85,7 @@ def _checker(function: ir.Operation, options: SimulateOptions) -> checks.Checker
     func_type = ir.TypeAttr(function.attributes["function_type"]).value
     function.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get([*func_type.inputs, status_type], func_type.results))
-    checker = checks.Checker(function, status, options.out_of_range == "pad")
+    checker = checks.Checker(function, status, options.out_of_range == "pad", options.check_races)
     names = _arg_names(function)
     for arg, name in zip(entry.arguments, names):
         if isinstance(arg.type, ir.MemRefType):

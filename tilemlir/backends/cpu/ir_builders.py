@@ -145,6 +145,9 @@ def convert(value: ir.Value, to: ir.Type) -> ir.Value:
     if src == to:
         return value
     if is_float(src) and is_float(to):
+        if bitwidth(to) == bitwidth(src):  # f16 <-> bf16: through f32, which holds both exactly
+            value = arith.extf(with_element_type(src, ir.F32Type.get()), value)
+            return arith.truncf(to, value)
         return arith.extf(to, value) if bitwidth(to) > bitwidth(src) else arith.truncf(to, value)
     if is_int(src) and is_float(to):
         return arith.uitofp(to, value) if bitwidth(src) == 1 else arith.sitofp(to, value)

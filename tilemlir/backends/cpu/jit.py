@@ -5,6 +5,10 @@ to f32 and narrow-float casts expanded first, see `expand-narrow-floats`);
 `JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
 for the host CPU and JIT-compiles it with MCJIT.
 
+No canonicalization runs after the narrow-float widening: it marks its
+casts `contract`, and canonicalize would then fold `extf(truncf(x))` to
+`x`, skipping the rounding of each narrow-float operation.
+
 The MLIR bindings carry a newer LLVM than llvmlite. Its IR printer writes
 float constants in forms the older parser rejects (`f0x33800000`,
 `+qnan`, non-exact decimals such as `float 1.000000e-01`), so before
@@ -29,8 +33,7 @@ _BEFORE_CASTS = (
     "builtin.module("
     "lower-affine,"
     f"func.func(arith-emulate-unsupported-floats{{source-types={NARROW_TYPES} target-type=f32}}),"
-    "math-extend-to-supported-types,"
-    "canonicalize)"
+    "math-extend-to-supported-types)"
 )
 _AFTER_CASTS = (
     "builtin.module("

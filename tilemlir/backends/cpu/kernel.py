@@ -21,6 +21,8 @@ from tilemlir.backends.cpu.signature import entry_function, signature_from_ir
 from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.errors import CompileError, TilemlirError
 from tilemlir.mlir import ir
+from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
+from tilemlir.passes.cpu_simulate_threads import DEFAULT_OPTIONS, SimulateOptions
 from tilemlir.runtime.arrays import describe_host
 from tilemlir.runtime.checks import HOST, ArgumentBinder
 from tilemlir.runtime.signature import KernelSignature, TensorParam
@@ -40,30 +42,29 @@ class SimulationError(TilemlirError):
 
 
 def build(module: ir.Module, signature_info: KernelSignature | None = None, level: str = "tile",
-          *, out_idx: tuple[int, ...] = ()) -> "CpuKernel":
+          *, out_idx: tuple[int, ...] = (), simulate: SimulateOptions = DEFAULT_OPTIONS) -> "CpuKernel":
     """Compile `module` for the CPU. `level="tile"`: tile-level IR (run through
-    `lower-tile-to-loops`); `level="thread"`: thread-level IR (through `simulate-threads`).
-    `signature_info`: the kernel's runtime signature; None derives it from the IR's
-    `tile.*` attributes, with `out_idx` naming the outputs. The module is not modified."""
+    `lower-tile-to-loops`); `level="thread"`: thread-level IR (through `simulate-threads`
+    with the options `simulate`). `signature_info`: the kernel's runtime signature; None
+    derives it from the IR's `tile.*` attributes, with `out_idx` naming the outputs.
+    The module is not modified."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     signature = signature_info if signature_info is not None else signature_from_ir(module, out_idx)
     with module.context:
         work = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         name = entry_function(work).sym_name.value
-        _lower(work, level)
+        _lower(work, level, simulate)
         sites = _simulation_sites(work)
         _drop_tile_attributes(work)
     return CpuKernel(signature, NativeFunction(work, name), level, sites)
 
 
-def _lower(module: ir.Module, level: str) -> None:
-    from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
-
+def _lower(module: ir.Module, level: str, simulate: SimulateOptions) -> None:
     if level == "tile":
         cpu_lower_tile_to_loops.run(module.operation, None)
     else:
-        cpu_simulate_threads.run(module.operation, cpu_simulate_threads.DEFAULT_OPTIONS)
+        cpu_simulate_threads.run(module.operation, simulate)
     try:
         module.operation.verify()
     except ir.MLIRError as exc:

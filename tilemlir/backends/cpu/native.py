@@ -127,6 +127,6 @@ def _pass_halves_as_bits(entry) -> None:
         arg.set_type(i16)
         with ir.InsertionPoint.at_block_begin(block), entry.location:
             cast = arith.bitcast(half, arg)
-        arg.replace_all_uses_except(cast, cast.owner)
+        arg.replace_all_uses_except(cast, cast.owner.operation)
         new_inputs.append(i16)
     entry.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, entry.type.results))

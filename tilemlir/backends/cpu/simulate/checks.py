@@ -61,9 +61,10 @@ class Buffer:
 
 
 class Checker:
-    def __init__(self, function: ir.Operation, status: ir.Value, pad_out_of_range: bool):
+    def __init__(self, function: ir.Operation, status: ir.Value, pad_out_of_range: bool, check_races: bool):
         self.status = status
         self.pad_out_of_range = pad_out_of_range
+        self.check_races = check_races
         self.sites: list[str] = []
         self.buffers: dict[ir.Value, Buffer] = {}
         loc = function.location
@@ -73,6 +74,9 @@ class Checker:
         self.function = function
 
     def add_shared(self, name: str, value: ir.Value) -> None:
+        if not self.check_races:
+            self.buffers[value] = Buffer("shared", name, value)
+            return
         size = math.prod(value.type.shape)
         shadows = []
         for _ in range(2):
@@ -144,7 +148,7 @@ class Checker:
                 scf.YieldOp([_fallback(op, result.type, self.pad_out_of_range and buffer.kind == "global")])
         op.move_before(then_yield)
         result.replace_all_uses_except(guard.results[0], then_yield.operation)
-        if buffer.kind == "shared":
+        if buffer.shadows is not None:
             with op.location, ir.InsertionPoint(then_yield):
                 for lane in range(width):
                     self._check_read(op, buffer, _linear(buffer.value, indices, lane), tid)
@@ -158,7 +162,7 @@ class Checker:
                 if not (self.pad_out_of_range and buffer.kind == "global"):
                     self.record(self.site(self._where(op, buffer, "write")), tid, dim, bad_index)
                 scf.YieldOp([])
-            if buffer.kind == "shared":
+            if buffer.shadows is not None:
                 with ir.InsertionPoint(then_yield):
                     for lane in range(width):
                         new = op.operands[0] if width == 1 and not _is_vector(op) else \
