@@ -20,7 +20,8 @@ no dim is padded.
 
 `to_attr` writes a layout as `#tile.layout<thread_map, local_map, replicate>`
 (a digit prints as `(d floordiv stride) mod size`, the `mod` omitted where
-it cannot matter: the dim's last digit of an unpadded dim); `from_attr`
+it cannot matter: the outermost digit of an unpadded dim), so the maps are
+also right on the padding; `from_attr`
 reads such an attribute back (also hand-written or user-annotated ones of
 that shape) given the shape it describes.
 """
@@ -183,6 +184,8 @@ class TiledLayout:
 
     def all_elements(self, padded: bool = False) -> np.ndarray:
         extents = self.padded_shape if padded else self.shape
+        if not extents:
+            return np.zeros((1, 0), dtype=np.int64)
         return np.stack(np.meshgrid(*[np.arange(e) for e in extents], indexing="ij"), axis=-1).reshape(-1, self.rank)
 
     def holders(self) -> np.ndarray:
@@ -410,8 +413,9 @@ def to_attr(layout: TiledLayout) -> ir.Attribute:
 def _digit_expr(layout: TiledLayout, d: Digit) -> ir.AffineExpr:
     var = ir.AffineSymbolExpr.get(0) if d.dim is None else ir.AffineDimExpr.get(d.dim)
     extent = layout.replicate if d.dim is None else layout.shape[d.dim]
+    padded = layout.replicate if d.dim is None else layout.padded_shape[d.dim]
     expr = var if d.stride == 1 else ir.AffineFloorDivExpr.get(var, ir.AffineConstantExpr.get(d.stride))
-    if d.stride * d.size != extent:
+    if not d.stride * d.size == extent == padded:
         expr = ir.AffineModExpr.get(expr, ir.AffineConstantExpr.get(d.size))
     return expr
 

@@ -52,7 +52,7 @@ from tilemlir.analysis.layouts import Digit, LayoutError, TiledLayout
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
 from tilemlir.mlir import gpu, ir
 from tilemlir.passes import diag, register_pass
-from tilemlir.passes.lower_tile_ops import ALL_REPLICAS_ATTR, CONVERGENT_ATTR
+from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
 from tilemlir.passes.thread_builder import Builder
 
 LAYOUT_ON_ALLOCA = "tile.layout"
@@ -265,7 +265,9 @@ class _PartitionedLoop:
         return accesses
 
     def _check_holders(self, op, fragment: _Fragment, dims) -> None:
-        if not _threads_hold(self.layout, fragment.layout, dims, op.name == "memref.store"):
+        # An accumulating loop's writes are per-thread partials: every holder need not run.
+        every_holder = op.name == "memref.store" and ACCUMULATE_ATTR not in self.op.attributes
+        if not _threads_hold(self.layout, fragment.layout, dims, every_holder):
             raise diag.error(op, f"fragment '{fragment.name}' is accessed by threads that do not hold the element "
                                  "(its layout disagrees with the layout of this T.Parallel)")
 
