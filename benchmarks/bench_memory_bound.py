@@ -14,7 +14,7 @@ shared memory and 16-byte loads of our cubins.
         [--quick] [--no-tilelang] [--out DIR]
 
 Writes bench_memory_bound.json / .md under --out (default $OUT, else
-./bench_out) after every case, and prints the markdown tables last.
+benchmarks/out) after every case, and prints the markdown tables last.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from benchmarks import report
 from benchmarks.cases import LAUNCH_CASE, Case, select_cases, split_list
 
 DEFAULT_BUDGET_S = 480
+DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,11 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-triton", action="store_true", help="leave Triton out")
     parser.add_argument("--no-launch", action="store_true", help="skip the launch-overhead loop")
     parser.add_argument("--artifacts", type=Path, help="artifact root (default benchmarks/artifacts)")
-    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else ./bench_out)")
+    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else benchmarks/out)")
     parser.add_argument("--seed", type=int, help="input seed (default: from the clock, printed)")
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
                         help="skip the remaining cases past this many seconds (default %(default)s)")
-    parser.add_argument("--compile-workers", type=int, default=8, help="threads compiling TileLang kernels")
+    parser.add_argument("--compile-workers", type=int, default=12, help="threads compiling TileLang kernels")
     return parser
 
 
@@ -63,7 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     except ValueError as exc:
         parser.error(str(exc))
     if args.out is None:
-        args.out = Path(os.environ.get("OUT") or "bench_out")
+        args.out = Path(os.environ.get("OUT") or DEFAULT_OUT)
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000
     return args
@@ -85,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         if time.perf_counter() - started > args.budget_s:
             runner.results.append(runner.skipped(case, f"time budget of {args.budget_s:.0f} s spent"))
             continue
-        runner.results.append(runner.run_case(case, args.seed + index))
+        try:
+            runner.results.append(runner.run_case(case, args.seed + index))
+        except Exception as exc:  # e.g. out of memory: the other cases still run
+            runner.results.append(runner.skipped(case, f"case failed: {runner.measure._short(exc)}", "error"))
+            print(f"{case.id}: {runner.results[-1]['impls']['ours']['reason']}", flush=True)
+            torch.cuda.empty_cache()
         runner.write()
     runner.copy_runs.append(runner.copy_gbps_now())
     if not args.no_launch:
@@ -192,9 +198,9 @@ class Runner:
 
     # -- one case ------------------------------------------------------------------
     def run_case(self, case: Case, seed: int) -> dict:
-        from benchmarks import ours, torch_impls
+        from benchmarks import torch_impls
 
-        torch, m = self.torch, self.measure
+        torch = self.torch
         generator = torch.Generator(device=self.device).manual_seed(seed)
         inputs = torch_impls.make_inputs(case, self.device, generator)
         scalars = torch_impls.scalars_of(case.kernel)
@@ -257,9 +263,9 @@ class Runner:
                 except Exception as exc:
                     entries[name].update(status="error", reason=f"timing: {self.measure._short(exc)}")
 
-    def skipped(self, case: Case, reason: str) -> dict:
+    def skipped(self, case: Case, reason: str, status: str = "skipped") -> dict:
         return {"case": case.id, "kernel": case.kernel.name, "shape": list(case.shape.dims),
-                "bytes": case.compulsory_bytes(), "impls": {n: {"status": "skipped", "reason": reason}
+                "bytes": case.compulsory_bytes(), "impls": {n: {"status": status, "reason": reason}
                                                              for n in report.IMPLS}}
 
     # -- machine-wide numbers ------------------------------------------------------
@@ -363,8 +369,8 @@ def collect_env(args: argparse.Namespace) -> dict:
     props = torch.cuda.get_device_properties(0)
     env = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "gpu": f"{props.name}, {props.multi_processor_count} SMs, {props.L2_cache_size // 2**20} MiB L2, "
-               f"{props.total_memory // 2**30} GiB",
+        "gpu": f"{props.name}, {props.multi_processor_count} SMs, "
+               f"{getattr(props, 'L2_cache_size', 0) // 2**20} MiB L2, {props.total_memory // 2**30} GiB",
         "driver": _nvidia_smi("driver_version"),
         "clocks (SM, memory MHz, at start)": _nvidia_smi("clocks.sm,clocks.mem"),
         "python": platform.python_version(),

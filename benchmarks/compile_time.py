@@ -39,6 +39,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "out"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--function", default="softmax", help="the kernel (or factory) in it")
     parser.add_argument("--args", default="{}", help="JSON keyword arguments when the function is a factory")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else ./bench_out)")
+    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else benchmarks/out)")
     parser.add_argument("--worker", choices=("cold", "warm", "import"), help=argparse.SUPPRESS)
     return parser
 
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
         raw[kind] = runs
         summaries[kind] = runs[-1] if "error" in runs[-1] else summarize(runs)
-    out = args.out or Path(os.environ.get("OUT") or "bench_out")
+    out = args.out or Path(os.environ.get("OUT") or DEFAULT_OUT)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compile_time.json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
     cold_log = summaries.get("cold", {}).get("log")

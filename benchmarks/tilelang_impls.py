@@ -21,6 +21,7 @@ import tilelang.language as T
 from benchmarks.cases import FP8_MAX, ITEMSIZE, QUANT_BLOCK, Case
 
 FP32 = "float32"
+BF16 = "bfloat16"
 FP8 = "float8_e4m3fn"  # torch.float8_e4m3fn
 SOFTMAX_MAX_ROW = 16384
 SOFTMAX_CHUNK = 4096
@@ -138,7 +139,7 @@ def rmsnorm(M, N, eps):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), W: T.Tensor((N,), "bfloat16"), Y: T.Tensor((M, N), "bfloat16")):
+    def main(X: T.Tensor((M, N), BF16), W: T.Tensor((N,), BF16), Y: T.Tensor((M, N), BF16)):
         with T.Kernel(M, threads=threads) as row:
             x = T.alloc_fragment((1, N), FP32)
             sq = T.alloc_fragment((1, N), FP32)
@@ -161,18 +162,18 @@ def add_rmsnorm(M, N, eps):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), R: T.Tensor((M, N), "bfloat16"), W: T.Tensor((N,), "bfloat16"),
-             Y: T.Tensor((M, N), "bfloat16"), H: T.Tensor((M, N), "bfloat16")):
+    def main(X: T.Tensor((M, N), BF16), R: T.Tensor((M, N), BF16), W: T.Tensor((N,), BF16),
+             Y: T.Tensor((M, N), BF16), H: T.Tensor((M, N), BF16)):
         with T.Kernel(M, threads=threads) as row:
             x = T.alloc_fragment((1, N), FP32)
             r = T.alloc_fragment((1, N), FP32)
-            h = T.alloc_fragment((1, N), "bfloat16")
+            h = T.alloc_fragment((1, N), BF16)
             sq = T.alloc_fragment((1, N), FP32)
             rstd = T.alloc_fragment((1,), FP32)
             T.copy(X[row, 0], x)
             T.copy(R[row, 0], r)
             for i, j in T.Parallel(1, N):
-                h[i, j] = T.Cast("bfloat16", x[i, j] + r[i, j])
+                h[i, j] = T.Cast(BF16, x[i, j] + r[i, j])
                 x[i, j] = T.Cast(FP32, h[i, j])
                 sq[i, j] = x[i, j] * x[i, j]
             T.copy(h, H[row, 0])
@@ -191,8 +192,8 @@ def layernorm(M, N, eps):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), W: T.Tensor((N,), "bfloat16"), B: T.Tensor((N,), "bfloat16"),
-             Y: T.Tensor((M, N), "bfloat16")):
+    def main(X: T.Tensor((M, N), BF16), W: T.Tensor((N,), BF16), B: T.Tensor((N,), BF16),
+             Y: T.Tensor((M, N), BF16)):
         with T.Kernel(M, threads=threads) as row:
             x = T.alloc_fragment((1, N), FP32)
             xc = T.alloc_fragment((1, N), FP32)
@@ -218,18 +219,18 @@ def add_layernorm(M, N, eps):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), R: T.Tensor((M, N), "bfloat16"), W: T.Tensor((N,), "bfloat16"),
-             B: T.Tensor((N,), "bfloat16"), Y: T.Tensor((M, N), "bfloat16"), H: T.Tensor((M, N), "bfloat16")):
+    def main(X: T.Tensor((M, N), BF16), R: T.Tensor((M, N), BF16), W: T.Tensor((N,), BF16),
+             B: T.Tensor((N,), BF16), Y: T.Tensor((M, N), BF16), H: T.Tensor((M, N), BF16)):
         with T.Kernel(M, threads=threads) as row:
             x = T.alloc_fragment((1, N), FP32)
             r = T.alloc_fragment((1, N), FP32)
-            h = T.alloc_fragment((1, N), "bfloat16")
+            h = T.alloc_fragment((1, N), BF16)
             xc = T.alloc_fragment((1, N), FP32)
             stats = T.alloc_fragment((1,), FP32)
             T.copy(X[row, 0], x)
             T.copy(R[row, 0], r)
             for i, j in T.Parallel(1, N):
-                h[i, j] = T.Cast("bfloat16", x[i, j] + r[i, j])
+                h[i, j] = T.Cast(BF16, x[i, j] + r[i, j])
                 x[i, j] = T.Cast(FP32, h[i, j])
             T.copy(h, H[row, 0])
             T.reduce_sum(x, stats, dim=1)
@@ -270,7 +271,7 @@ def quant_row(M, N):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), Q: T.Tensor((M, N), FP8), S: T.Tensor((M,), FP32)):
+    def main(X: T.Tensor((M, N), BF16), Q: T.Tensor((M, N), FP8), S: T.Tensor((M,), FP32)):
         with T.Kernel(M, threads=threads) as row:
             x = T.alloc_fragment((1, N), FP32)
             q = T.alloc_fragment((1, N), FP8)
@@ -292,7 +293,7 @@ def quant_block(M, N, rows=8, threads=128):
     nb = math.ceil(N / QUANT_BLOCK)
 
     @T.prim_func
-    def main(X: T.Tensor((M, N), "bfloat16"), Q: T.Tensor((M, N), FP8), S: T.Tensor((M, nb), FP32)):
+    def main(X: T.Tensor((M, N), BF16), Q: T.Tensor((M, N), FP8), S: T.Tensor((M, nb), FP32)):
         with T.Kernel(T.ceildiv(M, rows), nb, threads=threads) as (bx, by):
             x = T.alloc_fragment((rows, QUANT_BLOCK), FP32)
             q = T.alloc_fragment((rows, QUANT_BLOCK), FP8)
@@ -316,7 +317,7 @@ def silu_mul(M, N):
     threads = row_threads(N, 2)
 
     @T.prim_func
-    def main(X: T.Tensor((M, 2 * N), "bfloat16"), Y: T.Tensor((M, N), "bfloat16")):
+    def main(X: T.Tensor((M, 2 * N), BF16), Y: T.Tensor((M, N), BF16)):
         with T.Kernel(M, threads=threads) as row:
             a = T.alloc_fragment((1, N), FP32)
             b = T.alloc_fragment((1, N), FP32)

@@ -220,7 +220,7 @@ def test_bench_arguments(monkeypatch, tmp_path):
     assert args.quick and args.no_tilelang and args.seed == 7 and args.out == tmp_path
     assert len(parse_args([]).cases) == len(cases.select_cases())
     monkeypatch.delenv("OUT")
-    assert parse_args([]).out == Path("bench_out")
+    assert parse_args([]).out == Path(cases.__file__).parent / "out"
 
 
 def test_bench_rejects_unknown_kernel(capsys):
