@@ -20,7 +20,7 @@ import argparse
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
 from tilemlir.diagnostics import format_diagnostics
@@ -82,16 +82,6 @@ class _ChunkResult:
     failed: bool = False
 
 
-@dataclass
-class _Run:
-    """State shared across chunks: timing rows outside the pipeline, and the pipeline report."""
-
-    parse_seconds: float = 0.0
-    output_seconds: float = 0.0
-    report: object = None
-    results: list[_ChunkResult] = field(default_factory=list)
-
-
 def main(argv: list[str] | None = None, stdin: BinaryIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     """Run tile-opt; returns the exit status (0, or 1 after any error)."""
@@ -132,31 +122,7 @@ def _run(args: argparse.Namespace, streams: _Streams) -> int:
     filename, data = _read_input(args.input, streams)
     if data is None:
         return 1
-    from tilemlir.mlir import make_context
-    from tilemlir.passes.runner import PipelineReport, build_stages
-    from tilemlir.tools.ir_source import decode_source
-
-    context = make_context()
-    context.enable_multithreading(False)
-    context.allow_unregistered_dialects = args.allow_unregistered_dialect
-    try:
-        text = decode_source(data, filename)
-        stages = build_stages(args.pipelines, context)
-    except CompileError as err:
-        _print_diagnostics(err.diagnostics, streams)
-        return 1
-    _remember_source(filename, text)
-    run = _Run(report=PipelineReport())
-    for chunk, first_line in _chunks(text, args.split_input_file):
-        run.results.append(_process_chunk(chunk, first_line, filename, context, stages, args, streams, run))
-    failed = any(r.failed for r in run.results)
-    failed = not _write_output(args, run, streams, failed) or failed
-    if args.mlir_timing:
-        streams.stderr.write(run.report.format_timing([("Parser", run.parse_seconds)],
-                                                      [("Output", run.output_seconds)]))
-    if args.pass_statistics:
-        streams.stderr.write(run.report.format_statistics())
-    return 1 if failed else 0
+    return _Session(args, streams, filename).run(data)
 
 
 def _read_input(path: str, streams: _Streams) -> tuple[str, bytes | None]:
@@ -192,36 +158,78 @@ def _chunks(text: str, split: bool) -> list[tuple[str, int]]:
     return chunks
 
 
-def _process_chunk(chunk, first_line, filename, context, stages, args, streams, run) -> _ChunkResult:
-    from tilemlir.passes.runner import IRPrinting, run_pipeline
-    from tilemlir.tools.ir_source import parse_source
+class _Session:
+    """One tile-opt run over the chunks of one input: parse, run the pipeline, print, report."""
 
-    diagnostics: list[Diagnostic] = []
-    result = _ChunkResult()
-    start = time.perf_counter()
-    try:
-        module = parse_source(chunk, filename, context, first_line)
-    except CompileError as err:
-        diagnostics, module = err.diagnostics, None
-    run.parse_seconds += time.perf_counter() - start
-    if module is not None:
+    def __init__(self, args: argparse.Namespace, streams: _Streams, filename: str):
+        from tilemlir.mlir import make_context
+        from tilemlir.passes.runner import PipelineReport
+
+        self.args, self.streams, self.filename = args, streams, filename
+        self.context = make_context()
+        self.context.enable_multithreading(False)
+        self.context.allow_unregistered_dialects = args.allow_unregistered_dialect
+        self.report = PipelineReport()
+        self.parse_seconds = self.output_seconds = 0.0
+        self.results: list[_ChunkResult] = []
+
+    def run(self, data: bytes) -> int:
+        from tilemlir.passes.runner import build_stages
+        from tilemlir.tools.ir_source import decode_source
+
         try:
-            report = run_pipeline(module, stages, print_ir=_ir_printing(args, streams, IRPrinting), report=run.report)
-            diagnostics = list(report.diagnostics)
+            text = decode_source(data, self.filename)
+            self.stages = build_stages(self.args.pipelines, self.context)
         except CompileError as err:
-            diagnostics, module = err.diagnostics, None
-        run.report.diagnostics.clear()
-    if module is not None:
+            _print_diagnostics(err.diagnostics, self.streams)
+            return 1
+        _remember_source(self.filename, text)
+        for chunk, first_line in _chunks(text, self.args.split_input_file):
+            self.results.append(self.process(chunk, first_line))
+        failed = any(r.failed for r in self.results)
+        failed = not _write_output(self.args, self.results, self.streams, failed) or failed
+        if self.args.mlir_timing:
+            self.streams.stderr.write(self.report.format_timing([("Parser", self.parse_seconds)],
+                                                                [("Output", self.output_seconds)]))
+        if self.args.pass_statistics:
+            self.streams.stderr.write(self.report.format_statistics())
+        return 1 if failed else 0
+
+    def process(self, chunk: str, first_line: int) -> _ChunkResult:
+        """Parse, transform and print one chunk; print (or verify) its diagnostics."""
+        diagnostics, module = self.transform(chunk, first_line)
+        result = _ChunkResult()
+        if module is not None:
+            start = time.perf_counter()
+            result.output = module.operation.get_asm(enable_debug_info=self.args.mlir_print_debuginfo,
+                                                     print_generic_op_form=self.args.mlir_print_op_generic,
+                                                     assume_verified=True)
+            self.output_seconds += time.perf_counter() - start
+        if self.args.verify_diagnostics:
+            diagnostics = _verify(chunk, first_line, self.filename, diagnostics)
+        result.failed = any(d.severity == "error" for d in diagnostics)
+        _print_diagnostics(diagnostics, self.streams)
+        return result
+
+    def transform(self, chunk: str, first_line: int):
+        """(diagnostics, module or None when parsing or the pipeline failed)."""
+        from tilemlir.passes.runner import run_pipeline
+        from tilemlir.tools.ir_source import parse_source
+
         start = time.perf_counter()
-        result.output = module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo,
-                                                 print_generic_op_form=args.mlir_print_op_generic,
-                                                 assume_verified=True)
-        run.output_seconds += time.perf_counter() - start
-    if args.verify_diagnostics:
-        diagnostics = _verify(chunk, first_line, filename, diagnostics)
-    result.failed = any(d.severity == "error" for d in diagnostics)
-    _print_diagnostics(diagnostics, streams)
-    return result
+        try:
+            module = parse_source(chunk, self.filename, self.context, first_line)
+        except CompileError as err:
+            return err.diagnostics, None
+        finally:
+            self.parse_seconds += time.perf_counter() - start
+        try:
+            run_pipeline(module, self.stages, print_ir=_ir_printing(self.args, self.streams), report=self.report)
+            return list(self.report.diagnostics), module
+        except CompileError as err:
+            return err.diagnostics, None
+        finally:
+            self.report.diagnostics.clear()
 
 
 def _verify(chunk: str, first_line: int, filename: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -231,18 +239,20 @@ def _verify(chunk: str, first_line: int, filename: str, diagnostics: list[Diagno
     return problems + verify_diagnostics(diagnostics, expectations, filename)
 
 
-def _ir_printing(args, streams: _Streams, printing_type):
+def _ir_printing(args, streams: _Streams):
+    from tilemlir.passes.runner import IRPrinting
+
     before = frozenset(n for arg in args.mlir_print_ir_before for n in arg.split(",") if n)
     after = frozenset(n for arg in args.mlir_print_ir_after for n in arg.split(",") if n)
     if not (before or after or args.mlir_print_ir_before_all or args.mlir_print_ir_after_all):
         return None
-    return printing_type(streams.stderr, before, after, args.mlir_print_ir_before_all, args.mlir_print_ir_after_all,
+    return IRPrinting(streams.stderr, before, after, args.mlir_print_ir_before_all, args.mlir_print_ir_after_all,
                          args.mlir_print_debuginfo)
 
 
-def _write_output(args, run: _Run, streams: _Streams, failed: bool) -> bool:
+def _write_output(args, results: list[_ChunkResult], streams: _Streams, failed: bool) -> bool:
     """Print what went through to stdout; write an output file only when everything did. False on an I/O error."""
-    outputs = [r.output for r in run.results if r.output is not None]
+    outputs = [r.output for r in results if r.output is not None]
     text = f"{SPLIT_MARKER}\n".join(out if out.endswith("\n") else out + "\n" for out in outputs)
     if args.output == "-":
         streams.stdout.write(text)
