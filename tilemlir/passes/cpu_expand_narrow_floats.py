@@ -70,7 +70,7 @@ def run(module: ir.Operation, options) -> None:
     casts = []
     module.walk(lambda op: _collect(op, casts))
     for op in casts:
-        with op.location, ir.InsertionPoint(op):
+        with op.location, ir.InsertionPoint(op):  # (types built here take this location too)
             result = _expand(op)
         op.results[0].replace_all_uses_with(result)
         op.erase()

@@ -31,8 +31,9 @@ _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
 
 @register_pass("lower-tile-to-loops", "tile-level IR -> upstream scf/memref/arith loops (CPU reference semantics)")
 def run(module: ir.Operation, options) -> None:
-    for kernel in _ops_named(module, "tile.kernel"):
-        _lower_kernel(kernel)
+    with module.location:  # types built below need a location for their diagnostics
+        for kernel in _ops_named(module, "tile.kernel"):
+            _lower_kernel(kernel)
 
 
 def _ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:

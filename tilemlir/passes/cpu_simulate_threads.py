@@ -59,11 +59,12 @@ def run(module: ir.Operation, options: SimulateOptions) -> None:
     for launch in _ops_named(module, "gpu.launch"):
         by_function.setdefault(buffers.enclosing_function(launch), []).append(launch)
     for function, launches in by_function.items():
-        checker = _checker(function, options)
-        for launch in launches:
-            _simulate(launch, function, checker)
-        function.attributes[checks.SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in checker.sites])
-        buffers.erase_memory_spaces(function)
+        with function.location:  # types built below need a location for their diagnostics
+            checker = _checker(function, options)
+            for launch in launches:
+                _simulate(launch, function, checker)
+            function.attributes[checks.SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in checker.sites])
+            buffers.erase_memory_spaces(function)
 
 
 def _ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:

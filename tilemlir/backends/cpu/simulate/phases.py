@@ -148,7 +148,7 @@ class PhaseSplitter:
         self.n_threads = n_threads
         self.dependent = dependent
         self.sync_ops = ops_with_sync(launch)
-        self.barrier_holders = {op for op in self.sync_ops if _holds_barrier(op)}
+        self.barrier_in = {op: barrier for op in self.sync_ops if (barrier := _first_barrier(op)) is not None}
         self.phases = Phases()
 
     def split(self, block: ir.Block, predicates: list[tuple[ir.Value, bool]] = ()) -> None:
@@ -188,9 +188,10 @@ class PhaseSplitter:
                 for block in region.blocks:
                     self.split(block, predicates)
             return
-        if op in self.barrier_holders:
-            raise diag.error(op, "cannot simulate a gpu.barrier under a thread-dependent condition: "
-                                 "the threads of the block would not all reach it")
+        if op in self.barrier_in:
+            raise diag.error(self.barrier_in[op], "cannot simulate a gpu.barrier under a thread-dependent "
+                             "condition: the threads of the block would not all reach it",
+                             [diag.note(op, "the condition")])
         for region, taken in zip(op.regions, (True, False)):
             for block in region.blocks:
                 self.split(block, predicates + [(cond, taken)])
@@ -222,7 +223,7 @@ def _all_taken(predicates) -> ir.Value:
     return b.all_true([cond if taken else arith.xori(cond, true) for cond, taken in predicates])
 
 
-def _holds_barrier(op: ir.Operation) -> bool:
+def _first_barrier(op: ir.Operation) -> ir.Operation | None:
     found = []
 
     def visit(inner):
@@ -231,5 +232,5 @@ def _holds_barrier(op: ir.Operation) -> bool:
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
-    op.walk(visit)
-    return bool(found)
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[0] if found else None
