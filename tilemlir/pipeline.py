@@ -1,0 +1,58 @@
+"""The compilation pipeline: tile-level IR to the thread-level IR the CUDA emitter prints.
+
+One flat list per stage, one pass per line, each with why it stands where
+it does. `tilemlir.driver` runs these; `tile-opt -p` runs any of them alone.
+"""
+
+from __future__ import annotations
+
+
+def thread_pipeline() -> list[str]:
+    """Tile level -> thread level (the `thread` stage)."""
+    return [
+        # First: every later decision (vector width, shuffle pattern, register count)
+        # depends on which thread holds which fragment element.
+        "infer-layouts",
+        # Copies, fills and reductions become element loops, warp shuffles and shared
+        # exchanges while fragments are still whole tiles, so they can follow the layouts.
+        "lower-tile-ops",
+        # Only now do fragments become per-thread registers and tile.kernel a gpu.launch;
+        # barriers are placed here because only here is shared-memory traffic explicit.
+        "partition-threads",
+    ]
+
+
+def final_pipeline() -> list[str]:
+    """Thread level -> what the emitter sees (the `final` stage)."""
+    return [
+        # Every global access that might leave its tensor gets a guard, before any
+        # rewrite could hide the index arithmetic the prover needs.
+        "insert-guards",
+        # Z3 removes the guards it proves redundant (and splits loops into an unguarded
+        # interior and a guarded tail); must precede vectorize, which needs guard-free runs.
+        "eliminate-guards",
+        # 16-byte vector accesses where Z3 proves alignment and in-bounds for the whole vector.
+        "vectorize",
+        # Upstream clean-up of the index arithmetic the passes above left behind.
+        "canonicalize",
+        "cse",
+    ]
+
+
+STAGE_PIPELINES = {
+    "frontend": [],
+    "thread": thread_pipeline(),
+    "final": final_pipeline(),
+}
+
+STAGES = tuple(STAGE_PIPELINES)
+
+
+def passes_until(stage: str) -> list[str]:
+    """Every pass from the frontend IR up to and including `stage`."""
+    passes: list[str] = []
+    for name in STAGES:
+        passes += STAGE_PIPELINES[name]
+        if name == stage:
+            return passes
+    raise KeyError(stage)
