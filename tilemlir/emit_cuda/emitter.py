@@ -1,0 +1,461 @@
+"""The statement printer: the gpu.launch body -> the body of one `__global__` function.
+
+Values are written in place or named as `plan.InlinePlan` decides; structured
+`scf.for` / `scf.if` become `for` / `if` (loop-carried values and `if`
+results become variables assigned by their `scf.yield`); each statement is
+preceded by a `// file.py:LINE` comment when its Python line changes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from tilemlir.emit_cuda import cexpr as C
+from tilemlir.emit_cuda import irutil
+from tilemlir.emit_cuda.cexpr import CExpr
+from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType, is_bool
+from tilemlir.emit_cuda.kernel import KernelIR
+from tilemlir.emit_cuda.memory import Memory
+from tilemlir.emit_cuda.names import Names
+from tilemlir.emit_cuda.plan import InlinePlan, is_vector
+from tilemlir.emit_cuda.prelude import Prelude
+from tilemlir.emit_cuda.scalar import ScalarOps
+from tilemlir.emit_cuda.signs import Signs
+from tilemlir.emit_cuda.vectors import VectorStatements
+from tilemlir.mlir import ir
+from tilemlir.passes.diag import error, source_location
+
+MAX_FULL_UNROLL = 256
+_SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
+_SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
+                            "__nv_bfloat16"})
+_ID_VARS = {"gpu.thread_id": ("t", "threadIdx"), "gpu.block_id": ("b", "blockIdx"), "gpu.grid_dim": ("grid_", "gridDim")}
+_LOOP_LETTERS = "ijklmn"
+
+
+class KernelEmitter:
+    def __init__(self, kernel: KernelIR, *, fast_math: bool, index_bits: int):
+        self.kernel = kernel
+        self.types = CTypes(index_bits)
+        self.names = Names()
+        self.prelude = Prelude()
+        self.signs = Signs(kernel.launch)
+        self.plan = InlinePlan(kernel.func)
+        self.scalar = ScalarOps(self.types, self.signs, self.prelude, fast_math)
+        self.c_names = {name: self.names.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
+        self.memory = Memory(kernel, self.types, self.names, self.c_names)
+        self.vectors = VectorStatements(self)
+        self.exprs: dict[ir.Value, CExpr] = {}
+        self.prologue: list[str] = []
+        self.lines: list[str] = []
+        self._depth = 1
+        self._last_line: tuple[str, int] | None = None
+        self._ids: dict[tuple[str, str], CExpr] = {}
+        self._launch_args = list(kernel.body.arguments)
+        for op in irutil.walk(kernel.launch):
+            if op.name == "tile.gemm":
+                self._gemm(op)
+        for arg, name in zip(kernel.args, kernel.arg_names):
+            if not isinstance(arg.type, ir.MemRefType):
+                self.exprs[arg] = C.atom(self.c_names[name])
+
+    # -- the whole function ------------------------------------------------------------------------
+    def function(self) -> str:
+        self.block(self.kernel.body)
+        if self.memory.shared_bytes:
+            self.prologue.insert(0, "extern __shared__ __align__(16) unsigned char smem[];")
+        body = [f"  {line}" for line in self.prologue]
+        if body and self.lines and self.lines[0].strip():
+            body.append("")
+        return "\n".join([self._header(), *body, *self.lines, "}"]) + "\n"
+
+    def _header(self) -> str:
+        params = []
+        for arg, name in zip(self.kernel.args, self.kernel.arg_names):
+            if isinstance(arg.type, ir.MemRefType):
+                params.append(self.memory.parameter(arg))
+            else:
+                params.append(f"{self.c_type(arg.type, self.kernel.func)} {self.c_names[name]}")
+        params += [f"{self.types.index} {self.c_names[s]}" for s in self.kernel.symbols]
+        head = f'extern "C" __global__ void __launch_bounds__({self.kernel.threads}) {self.kernel.name}('
+        one_line = head + ", ".join(params) + ") {"
+        if len(one_line) <= 110:
+            return one_line
+        return head + "\n" + ",\n".join(f"    {p}" for p in params) + ") {"
+
+    # -- output -----------------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self._depth + text)
+
+    def comment(self, op: ir.Operation) -> None:
+        loc = source_location(op.location)
+        if loc is None or loc.file in ("", "-"):
+            return
+        key = (os.path.basename(loc.file), loc.line)
+        if key != self._last_line:
+            if self._depth == 1 and self.lines and not self.lines[-1].endswith("{"):
+                self.lines.append("")
+            self.line(f"// {key[0]}:{key[1]}")
+            self._last_line = key
+
+    def c_type(self, type_: ir.Type, where: ir.Operation) -> str:
+        try:
+            return self.types.of(type_)
+        except UnsupportedType as exc:
+            raise error(where, f"{exc} (in '{where.name}')") from None
+
+    # -- values -----------------------------------------------------------------------------------
+    def value(self, value: ir.Value) -> CExpr:
+        """The C expression of an SSA value at its (single, or named) use."""
+        if value in self.exprs:
+            return self.exprs[value]
+        op = irutil.defining_op(value)
+        if op is None:
+            return self._block_argument(value)
+        if op.block == self.kernel.func.regions[0].blocks[0]:
+            return self._host_value(value, op)
+        if not self.plan.is_inlined(op):
+            raise error(op, f"internal error: the CUDA emitter used the result of '{op.name}' before defining it")
+        expr = self.op_expr(op)
+        if self.plan.is_atom(op):
+            self.exprs[value] = expr
+        return expr
+
+    def _block_argument(self, value: ir.BlockArgument) -> CExpr:
+        for position, arg in enumerate(self._launch_args):
+            if arg == value:
+                return self._launch_argument(position)
+        owner = irutil.operation(value.owner.owner)
+        raise error(owner, f"internal error: block argument #{value.arg_number} of '{owner.name}' has no C name")
+
+    def _launch_argument(self, position: int) -> CExpr:
+        group, axis = divmod(position, 3)
+        dim = "xyz"[axis]
+        if group == 3:
+            return C.int_lit(self.kernel.block[axis])
+        return self.id_var(("gpu.block_id", "gpu.thread_id", "gpu.grid_dim")[group], dim)
+
+    def id_var(self, op_name: str, dim: str) -> CExpr:
+        """`tx`, `bx`, ... declared once at the top as the index type (threadIdx is unsigned)."""
+        if (op_name, dim) not in self._ids:
+            prefix, builtin = _ID_VARS[op_name]
+            name = self.names.fresh_global(prefix + dim)
+            self.prologue.append(f"const {self.types.index} {name} = {builtin}.{dim};")
+            self._ids[(op_name, dim)] = C.atom(name)
+        return self._ids[(op_name, dim)]
+
+    def _host_value(self, value: ir.Value, op: ir.Operation) -> CExpr:
+        """A value computed before the gpu.launch (from parameters and symbols): written in place when it
+        is an atom or used once, else computed once at the top of the kernel."""
+        kind = self.plan.kind(op)
+        if kind not in ("atom", "pure"):
+            raise error(op, f"'{op.name}' before the gpu.launch cannot be used inside the kernel "
+                            "(only index math over parameters and symbols can)")
+        if kind == "atom":
+            expr = self.op_expr(op)
+            self.exprs[value] = expr
+            return expr
+        uses = irutil.users(value)
+        if len(uses) == 1 and uses[0][0].block == op.block:
+            return self.op_expr(op)
+        name = self.names.fresh_global(self.base_name(value, op))
+        self.prologue.append(f"const {self.c_type(value.type, op)} {name} = {self.op_expr(op).text};")
+        self.exprs[value] = C.atom(name)
+        return self.exprs[value]
+
+    def op_expr(self, op: ir.Operation) -> CExpr:
+        """The expression computing `op`'s scalar result."""
+        name = op.name
+        if name == "arith.constant":
+            return self.scalar.constant(op.attributes["value"], op.results[0].type)
+        if name == "memref.dim":
+            return self._dim(op)
+        if name in _ID_VARS:
+            return self.id_var(name, _dimension(op))
+        if name == "gpu.block_dim":
+            return C.int_lit(self.kernel.block["xyz".index(_dimension(op))])
+        if name == "gpu.lane_id":
+            return C.rem(self.id_var("gpu.thread_id", "x"), C.int_lit(32))
+        if name == "memref.load":
+            return self.memory.element(op.operands[0], [self.value(v) for v in list(op.operands)[1:]], op)
+        if name == "scf.if":
+            return self._ternary(op)
+        if name == "gpu.shuffle":
+            return self._shuffle(op)
+        if name.startswith("vector."):
+            return self.vectors.scalar_expr(op)
+        return self.scalar.translate(op, [self.value(v) for v in op.operands])
+
+    def _dim(self, op: ir.Operation) -> CExpr:
+        source, index = op.operands
+        position = irutil.const_int(index)
+        type_ = source.type
+        if position is None or not 0 <= position < type_.rank:
+            raise error(op, "memref.dim needs a constant dim index within the rank")
+        if type_.shape[position] != ir.ShapedType.get_dynamic_size():
+            return C.int_lit(type_.shape[position])
+        if source in self.memory.tensors:
+            return self.memory.tensors[source].dims[position]
+        raise error(op, f"memref.dim of a dynamic dim of {type_} is not supported by the CUDA emitter")
+
+    def _ternary(self, op: ir.Operation) -> CExpr:
+        then_value, else_value = (irutil.block_ops(irutil.single_block(op, i))[-1].operands[0] for i in (0, 1))
+        return C.cond(self.value(op.operands[0]), self.value(then_value), self.value(else_value))
+
+    def _shuffle(self, op: ir.Operation) -> CExpr:
+        value, offset, width = op.operands
+        ctype = self.c_type(value.type, op)
+        if ctype not in _SHUFFLE_TYPES:
+            raise error(op, f"gpu.shuffle of {value.type} is not supported by the CUDA emitter")
+        if list(op.results[1].uses):
+            raise error(op, "the 'valid' result of gpu.shuffle is not supported by the CUDA emitter")
+        mode = re.search(r"(xor|down|up|idx)", str(op.attributes["mode"])).group(1)
+        fn = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}[mode]
+        mask = C.atom("0xffffffff" if self.kernel.threads % 32 == 0 else "__activemask()")
+        args = [mask, self.value(value), self.value(offset)]
+        if irutil.const_int(width) != 32:
+            args.append(self.value(width))
+        return C.call(fn, *args)
+
+    # -- statements --------------------------------------------------------------------------------
+    def block(self, block: ir.Block, targets: list[tuple[str, str]] | None = None) -> None:
+        """Emit a block; its `scf.yield` assigns `targets` (C name, C type)."""
+        for op in irutil.block_ops(block):
+            if op.name == "scf.yield":
+                self._assign(targets or [], list(op.operands))
+            else:
+                self.statement(op)
+
+    def statement(self, op: ir.Operation) -> None:
+        name = op.name
+        if name in _SILENT or self.plan.is_inlined(op):
+            return
+        handler = None if self.plan.is_ternary(op) else _HANDLERS.get(name)
+        if handler is not None:
+            self.comment(op)
+            handler(self, op)
+        elif op.results and any(is_vector(r) for r in op.results):
+            self.comment(op)
+            self.vectors.statement(op)
+        elif self.plan.kind(op) is not None:
+            self.comment(op)
+            self.named(op)
+        else:
+            raise _unsupported(op)
+
+    def named(self, op: ir.Operation) -> None:
+        value = op.results[0]
+        ctype = self.c_type(value.type, op)
+        expr = self.op_expr(op)
+        name = self.names.fresh(self.base_name(value, op))
+        self.line(f"{ctype} {name} = {expr.text};")
+        self.exprs[value] = C.atom(name)
+
+    def _alloc(self, op: ir.Operation) -> None:
+        try:
+            lines = self.memory.declare(op)
+        except UnsupportedType as exc:
+            raise error(op, str(exc)) from None
+        for text in lines:
+            self.line(text)
+
+    def _store(self, op: ir.Operation) -> None:
+        value, memref = op.operands[0], op.operands[1]
+        target = self.memory.element(memref, [self.value(v) for v in list(op.operands)[2:]], op)
+        self.line(C.compound_assignment(target.text, self.value(value)))
+
+    def _barrier(self, op: ir.Operation) -> None:
+        self.line("__syncthreads();")
+
+    def _atomic_add(self, op: ir.Operation) -> None:
+        dst, value = op.operands[0], op.operands[1]
+        if isinstance(value.type, ir.MemRefType):
+            raise error(op, "tile.atomic_add of a whole buffer is not supported by the CUDA emitter yet "
+                            "(lower it to per-element atomics first)")
+        target = self.memory.element(dst, [self.value(v) for v in list(op.operands)[2:]], op)
+        ctype = self.c_type(value.type, op)
+        if ctype in ("float", "double", "int", "unsigned int", "unsigned long long", "half", "__nv_bfloat16"):
+            self.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
+        elif ctype == "long long":
+            self.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
+                      f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
+        else:
+            raise error(op, f"tile.atomic_add of {value.type} is not supported by the CUDA emitter")
+
+    def _vector_store(self, op: ir.Operation) -> None:
+        self.vectors.store(op)
+
+    def _vector_reduction(self, op: ir.Operation) -> None:
+        self.vectors.reduction_statement(op)
+
+    def _gemm(self, op: ir.Operation) -> None:
+        raise error(op, "tile.gemm is not supported by the CUDA emitter yet")
+
+    def _for(self, op: ir.Operation) -> None:
+        if irutil.has_attr(op, "unsignedCmp"):
+            raise error(op, "scf.for with unsigned comparison is not supported by the CUDA emitter")
+        body = irutil.single_block(op)
+        lower, upper, step = (self.value(v) for v in list(op.operands)[:3])
+        targets = self._declare_results(op, list(body.arguments)[1:], list(op.operands)[3:])
+        iv = body.arguments[0]
+        self.names.push()
+        iv_name = self.names.fresh(irutil.str_attr(op, "tile.name") or self.index_base(iv) or self._loop_letter(op))
+        self.exprs[iv] = C.atom(iv_name)
+        pragma = _unroll_pragma(op, lower, upper, step)
+        if pragma:
+            self.line(pragma)
+        increment = f"++{iv_name}" if step.value == 1 else f"{iv_name} += {step.text}"
+        ctype = self.c_type(iv.type, op)
+        self.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
+        self._nested(body, targets)
+        self.line("}")
+        self.names.pop()
+
+    def _if(self, op: ir.Operation) -> None:
+        condition = self.value(op.operands[0])
+        targets = self._declare_results(op, [], [])
+        self.line(f"if ({condition.text}) {{")
+        self._nested(irutil.single_block(op, 0), targets)
+        has_else = len(op.regions[1].blocks) > 0 and (len(irutil.block_ops(irutil.single_block(op, 1))) > 1
+                                                       or len(op.results) > 0)
+        if has_else:
+            self.line("} else {")
+            self._nested(irutil.single_block(op, 1), targets)
+        self.line("}")
+
+    def _nested(self, block: ir.Block, targets: list[tuple[str, str]]) -> None:
+        self._depth += 1
+        self.names.push()
+        self.block(block, targets)
+        self.names.pop()
+        self._depth -= 1
+
+    def _declare_results(self, op: ir.Operation, args: list[ir.Value], inits: list[ir.Value]) -> list[tuple[str, str]]:
+        """Variables for a loop's carried values (initialized) or an if's results (declared)."""
+        targets = []
+        for i, result in enumerate(op.results):
+            ctype = self.c_type(result.type, op)
+            name = self.names.fresh(self.base_name(result, op))
+            if inits:
+                self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
+                self.exprs[args[i]] = C.atom(name)
+            else:
+                self.line(f"{ctype} {name};")
+            self.exprs[result] = C.atom(name)
+            targets.append((name, ctype))
+        return targets
+
+    def _assign(self, targets: list[tuple[str, str]], values: list[ir.Value]) -> None:
+        """`scf.yield`: assign all targets at once (temporaries when one update reads another's target)."""
+        pending = [(name, ctype, self.value(v)) for (name, ctype), v in zip(targets, values)]
+        pending = [(n, t, e) for n, t, e in pending if e.text != n]
+        clobbers = any(re.search(rf"\b{re.escape(n)}\b", later.text)
+                       for i, (n, _, _) in enumerate(pending) for (_, _, later) in pending[i + 1:])
+        if clobbers:
+            staged = []
+            for name, ctype, expr in pending:
+                temp = self.names.fresh(f"{name}_next")
+                self.line(f"{ctype} {temp} = {expr.text};")
+                staged.append((name, ctype, C.atom(temp)))
+            pending = staged
+        for name, _, expr in pending:
+            self.line(C.compound_assignment(name, expr))
+
+    # -- names ------------------------------------------------------------------------------------
+    def base_name(self, value: ir.Value, op: ir.Operation) -> str:
+        """A readable name: the Python name when the IR carries one, else one from the value's use."""
+        if op.name in ("scf.for", "scf.if"):
+            given = _result_name(op, value.result_number)
+        else:
+            given = irutil.str_attr(op, "tile.name") or irutil.str_attr(op, "name")
+        if given:
+            return given
+        if isinstance(value.type, ir.IndexType):
+            return self.index_base(value) or "idx"
+        if op.name in ("memref.load", "vector.load"):
+            memref = op.operands[0]
+            source = self.memory.tensors.get(memref) or self.memory.buffers.get(memref)
+            return (source.name.lower() + "v") if source else "v"
+        if op.name == "gpu.shuffle":
+            return "peer"
+        if op.name == "scf.for":
+            return "acc"
+        if is_bool(value.type):
+            return "pred"
+        return "t"
+
+    def index_base(self, value: ir.Value) -> str | None:
+        """'row' / 'col' for an index that directly addresses a 2-D-or-more global tensor."""
+        for user, operand in irutil.users(value):
+            first = {"memref.load": 1, "vector.load": 1, "memref.store": 2, "vector.store": 2}.get(user.name)
+            if first is None or operand < first:
+                continue
+            memref = user.operands[first - 1]
+            if memref not in self.memory.tensors or memref.type.rank < 2:
+                continue
+            position = operand - first
+            if position == memref.type.rank - 1:
+                return "col"
+            if position == memref.type.rank - 2:
+                return "row"
+        return None
+
+    def _loop_letter(self, op: ir.Operation) -> str:
+        depth = 0
+        parent = op.parent
+        while parent is not None and parent.name != "gpu.launch":
+            depth += parent.name == "scf.for"
+            parent = parent.parent
+        return _LOOP_LETTERS[min(depth, len(_LOOP_LETTERS) - 1)]
+
+
+def _result_name(op: ir.Operation, number: int) -> str | None:
+    """`tile.result_names` names the values an scf.for carries (or an scf.if yields); on scf.for,
+    `tile.name` names the induction variable."""
+    if "tile.result_names" not in op.attributes:
+        return None
+    names = op.attributes["tile.result_names"]
+    if isinstance(names, ir.ArrayAttr) and number < len(names) and isinstance(names[number], ir.StringAttr):
+        return names[number].value or None
+    return None
+
+
+def _dimension(op: ir.Operation) -> str:
+    return re.search(r"dim ([xyz])", str(op.attributes["dimension"])).group(1)
+
+
+def _unroll_pragma(op: ir.Operation, lower: CExpr, upper: CExpr, step: CExpr) -> str | None:
+    if "tile.unroll" in op.attributes:
+        attr = op.attributes["tile.unroll"]
+        if isinstance(attr, ir.BoolAttr):
+            return "#pragma unroll" if attr.value else "#pragma unroll 1"
+        if isinstance(attr, ir.IntegerAttr):
+            return f"#pragma unroll {attr.value}" if attr.value != 0 else "#pragma unroll"
+        return "#pragma unroll"
+    if lower.value is not None and upper.value is not None and step.value:
+        trips = max(0, -(-(upper.value - lower.value) // step.value))
+        if trips <= MAX_FULL_UNROLL:
+            return "#pragma unroll"
+    return None
+
+
+def _unsupported(op: ir.Operation):
+    name = op.name
+    if name.startswith("tile."):
+        return error(op, f"'{name}' must be lowered before CUDA emission (run lower-tile-ops and partition-threads)")
+    return error(op, f"'{name}' is not supported by the CUDA emitter")
+
+
+_HANDLERS = {
+    "memref.alloca": KernelEmitter._alloc,
+    "memref.alloc": KernelEmitter._alloc,
+    "memref.store": KernelEmitter._store,
+    "vector.store": KernelEmitter._vector_store,
+    "vector.reduction": KernelEmitter._vector_reduction,
+    "gpu.barrier": KernelEmitter._barrier,
+    "tile.atomic_add": KernelEmitter._atomic_add,
+    "tile.gemm": KernelEmitter._gemm,
+    "scf.for": KernelEmitter._for,
+    "scf.if": KernelEmitter._if,
+}

@@ -1,0 +1,87 @@
+"""Small read-only helpers over the MLIR Python bindings used across the emitter."""
+
+from __future__ import annotations
+
+from tilemlir.mlir import ir
+from tilemlir.passes.diag import error
+
+
+def operation(op) -> ir.Operation:
+    return op.operation if isinstance(op, ir.OpView) else op
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op producing `value`, or None for a block argument."""
+    if isinstance(value, ir.BlockArgument):
+        return None
+    return operation(value.owner)
+
+
+def users(value: ir.Value) -> list[tuple[ir.Operation, int]]:
+    """(user op, operand number) for every use of `value`."""
+    return [(operation(use.owner), use.operand_number) for use in value.uses]
+
+
+def const_int(value: ir.Value) -> int | None:
+    """The integer of an `arith.constant` (index, integer or bool), else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.BoolAttr):
+        return int(attr.value)
+    if isinstance(attr, ir.IntegerAttr):
+        return attr.value
+    return None
+
+
+def str_attr(op: ir.Operation, name: str) -> str | None:
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    return attr.value if isinstance(attr, ir.StringAttr) else None
+
+
+def int_attr(op: ir.Operation, name: str) -> int | None:
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    if isinstance(attr, ir.BoolAttr):
+        return None
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def has_attr(op: ir.Operation, name: str) -> bool:
+    return name in op.attributes
+
+
+def block_ops(block: ir.Block) -> list[ir.Operation]:
+    return [operation(op) for op in block.operations]
+
+
+def single_block(op: ir.Operation, region_index: int = 0) -> ir.Block:
+    """The only block of a region; unstructured control flow is not supported."""
+    blocks = list(op.regions[region_index].blocks)
+    if len(blocks) != 1:
+        raise error(op, f"'{op.name}' must have exactly one block in region #{region_index} "
+                        f"for the CUDA emitter, got {len(blocks)} (unstructured control flow is not supported)")
+    return blocks[0]
+
+
+def walk(op: ir.Operation):
+    """Every op nested in `op`'s regions, in order (not `op` itself)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = operation(inner)
+                yield inner
+                yield from walk(inner)
+
+
+def memory_space(type_: ir.MemRefType) -> str | None:
+    space = type_.memory_space
+    if space is None:
+        return None
+    if isinstance(space, ir.StringAttr):
+        return space.value
+    return str(space)

@@ -1,0 +1,196 @@
+"""Find the kernel in a thread-level module: the `tile.entry` function, its one `gpu.launch`,
+and the facts docs/ir.md puts on the function (Python names, symbolic shapes, assumes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilemlir.emit_cuda import irutil
+from tilemlir.errors import CompileError
+from tilemlir.mlir import ir
+from tilemlir.passes.diag import error
+
+Dim = int | str
+
+
+@dataclass(frozen=True)
+class KernelIR:
+    func: ir.Operation
+    launch: ir.Operation
+    name: str
+    arg_names: tuple[str, ...]
+    arg_dims: tuple[tuple[Dim, ...] | None, ...]  # None for scalar arguments
+    symbols: tuple[str, ...]
+    assumes: tuple[str, ...]
+    block: tuple[int, int, int]
+    out_idx: tuple[int, ...]
+
+    @property
+    def args(self) -> list[ir.BlockArgument]:
+        return list(self.func.regions[0].blocks[0].arguments)
+
+    @property
+    def body(self) -> ir.Block:
+        return irutil.single_block(self.launch)
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def launch_grid(self) -> list[ir.Value]:
+        launch = self.launch.opview
+        return [launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ]
+
+
+def find_kernel(module: ir.Operation) -> KernelIR:
+    """The kernel of a builtin.module op; CompileError when it does not hold exactly one."""
+    func = _entry_function(module)
+    launch = _the_launch(func)
+    names = _arg_names(func)
+    dims = _arg_dims(func, names)
+    symbols = _string_list(func, "tile.symbols") or []
+    return KernelIR(
+        func=func,
+        launch=launch,
+        name=irutil.str_attr(func, "sym_name") or "kernel",
+        arg_names=tuple(names),
+        arg_dims=tuple(dims),
+        symbols=tuple(symbols),
+        assumes=tuple(_assumes(func)),
+        block=_block_size(launch),
+        out_idx=tuple(_int_list(func, "tile.out_idx")),
+    )
+
+
+def _entry_function(module: ir.Operation) -> ir.Operation:
+    funcs = [op for op in irutil.block_ops(module.regions[0].blocks[0]) if op.name == "func.func"]
+    entries = [f for f in funcs if irutil.has_attr(f, "tile.entry")]
+    if not entries and len(funcs) == 1:
+        entries = funcs
+    if len(entries) != 1:
+        raise CompileError(f"the CUDA emitter needs exactly one func.func marked tile.entry, found {len(entries)}")
+    return entries[0]
+
+
+def _the_launch(func: ir.Operation) -> ir.Operation:
+    body = irutil.single_block(func)
+    nested = [op for op in irutil.walk(func) if op.name == "tile.kernel"]
+    if nested:
+        raise error(nested[0], "tile.kernel is still present: the CUDA emitter takes thread-level IR "
+                               "(run the pipeline through partition-threads first)")
+    launches = [op for op in irutil.walk(func) if op.name == "gpu.launch"]
+    if len(launches) != 1 or irutil.operation(launches[0].parent) != func:
+        raise error(func, f"the kernel function must hold exactly one gpu.launch at its top level, found {len(launches)}")
+    launch = launches[0]
+    view = launch.opview
+    if list(view.asyncDependencies) or view.asyncToken is not None:
+        raise error(launch, "async gpu.launch is not supported by the CUDA emitter")
+    if view.clusterSizeX is not None:
+        raise error(launch, "gpu.launch with thread-block clusters is not supported by the CUDA emitter yet")
+    del body
+    return launch
+
+
+def _block_size(launch: ir.Operation) -> tuple[int, int, int]:
+    view = launch.opview
+    sizes = []
+    for axis, value in zip("xyz", (view.blockSizeX, view.blockSizeY, view.blockSizeZ)):
+        size = irutil.const_int(value)
+        if size is None or size < 1:
+            raise error(launch, f"the block size along {axis} must be a positive constant, got {value}")
+        sizes.append(size)
+    if sizes[0] * sizes[1] * sizes[2] > 1024:
+        raise error(launch, f"block {tuple(sizes)} has more than 1024 threads")
+    return tuple(sizes)  # type: ignore[return-value]
+
+
+def _string_list(op: ir.Operation, name: str) -> list[str] | None:
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.StringAttr) for a in attr):
+        raise error(op, f"'{name}' must be an array of strings")
+    return [a.value for a in attr]
+
+
+def _int_list(op: ir.Operation, name: str) -> list[int]:
+    if name not in op.attributes:
+        return []
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.IntegerAttr) for a in attr):
+        raise error(op, f"'{name}' must be an array of integers")
+    return [a.value for a in attr]
+
+
+def _arg_names(func: ir.Operation) -> list[str]:
+    args = list(func.regions[0].blocks[0].arguments)
+    names = _string_list(func, "tile.arg_names")
+    if names is None:
+        return [f"arg{i}" for i in range(len(args))]
+    if len(names) != len(args):
+        raise error(func, f"'tile.arg_names' has {len(names)} names for {len(args)} arguments")
+    return names
+
+
+def _arg_dims(func: ir.Operation, names: list[str]) -> list[tuple[Dim, ...] | None]:
+    args = list(func.regions[0].blocks[0].arguments)
+    attr = func.attributes["tile.arg_dims"] if "tile.arg_dims" in func.attributes else None
+    if attr is not None and (not isinstance(attr, ir.ArrayAttr) or len(attr) != len(args)):
+        raise error(func, f"'tile.arg_dims' must be an array with one entry per argument ({len(args)})")
+    dims: list[tuple[Dim, ...] | None] = []
+    for i, (arg, name) in enumerate(zip(args, names)):
+        if not isinstance(arg.type, ir.MemRefType):
+            dims.append(None)
+            continue
+        declared = _dims_entry(func, attr[i], name) if attr is not None else None
+        dims.append(_tensor_dims(func, arg.type, name, declared))
+    return dims
+
+
+def _dims_entry(func: ir.Operation, entry: ir.Attribute, name: str) -> list[Dim]:
+    if not isinstance(entry, ir.ArrayAttr):
+        raise error(func, f"'tile.arg_dims' entry of {name} must be an array")
+    dims: list[Dim] = []
+    for dim in entry:
+        if isinstance(dim, ir.IntegerAttr):
+            dims.append(dim.value)
+        elif isinstance(dim, ir.StringAttr):
+            dims.append(dim.value)
+        else:
+            raise error(func, f"'tile.arg_dims' entry of {name} holds {dim}, neither an integer nor a symbol name")
+    return dims
+
+
+def _tensor_dims(func: ir.Operation, type_: ir.MemRefType, name: str, declared: list[Dim] | None) -> tuple[Dim, ...]:
+    if not is_row_major(type_):
+        raise error(func, f"tensor {name} has a non-row-major layout {type_.layout}; the CUDA emitter needs row-major")
+    if irutil.memory_space(type_) is not None:
+        raise error(func, f"kernel argument {name} must be a global tensor, got memory space {type_.memory_space}")
+    shape = list(type_.shape)
+    if declared is None:
+        if any(d == ir.ShapedType.get_dynamic_size() for d in shape):
+            raise error(func, f"tensor {name} has dynamic dims but the function has no 'tile.arg_dims'")
+        return tuple(shape)
+    if len(declared) != len(shape):
+        raise error(func, f"'tile.arg_dims' gives {name} rank {len(declared)}, its type {type_} has rank {len(shape)}")
+    for d, (static, dim) in enumerate(zip(shape, declared)):
+        dynamic = static == ir.ShapedType.get_dynamic_size()
+        if dynamic != isinstance(dim, str) or (not dynamic and static != dim):
+            raise error(func, f"dim #{d} of {name}: 'tile.arg_dims' says {dim!r}, the type says {type_}")
+    return tuple(declared)
+
+
+def is_row_major(type_: ir.MemRefType) -> bool:
+    layout = type_.layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(type_.rank)
+
+
+def _assumes(func: ir.Operation) -> list[str]:
+    facts = []
+    for op in irutil.walk(func):
+        if op.name == "tile.assume":
+            expr = irutil.str_attr(op, "expr")
+            if expr is None:
+                raise error(op, "tile.assume needs a string 'expr' attribute")
+            facts.append(expr)
+    return facts

@@ -1,0 +1,120 @@
+"""The top of the translation unit: includes, the vector structs and the `tl_` helpers a kernel uses.
+
+Each helper is emitted only when the kernel calls it. The helpers give
+exact IR semantics where CUDA's own functions differ:
+
+- `tl_maximum` / `tl_minimum`: `arith.maximumf` / `minimumf` propagate NaN
+  and order -0 below +0 (`fmaxf` returns the non-NaN operand instead);
+  PTX `max.NaN` / `min.NaN` do exactly this in one instruction.
+- `tl_to_e4m3` / `tl_to_e5m2`: `arith.truncf` to fp8 rounds to nearest
+  even and does not saturate: e4m3 has no infinity, so magnitudes that
+  round above 448 (and inf, NaN) become NaN; e5m2 overflows to inf. This
+  is also what `torch.Tensor.to(torch.float8_e4m3fn / float8_e5m2)` does,
+  bit for bit (NaN keeps the input's sign). The hardware conversion
+  (`cvt.rn.satfinite`) is exact below the overflow threshold, so the helper
+  costs one compare and select more than a saturating cast.
+- `tl_floordiv` / `tl_ceildiv` / `tl_floormod`: floor/ceil rounding for
+  operands whose sign is unknown (C `/` and `%` truncate).
+"""
+
+from __future__ import annotations
+
+INCLUDES = (
+    "#include <cuda_fp16.h>",
+    "#include <cuda_bf16.h>",
+    "#include <cuda_fp8.h>",
+    "#include <math_constants.h>",
+)
+
+_MAXMIN = """\
+__device__ __forceinline__ float tl_maximum(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float tl_minimum(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ double tl_maximum(double a, double b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return __longlong_as_double(__double_as_longlong(a) & __double_as_longlong(b));
+  return a > b ? a : b;
+}
+__device__ __forceinline__ double tl_minimum(double a, double b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return __longlong_as_double(__double_as_longlong(a) | __double_as_longlong(b));
+  return a < b ? a : b;
+}
+__device__ __forceinline__ half tl_maximum(half a, half b) { return __hmax_nan(a, b); }
+__device__ __forceinline__ half tl_minimum(half a, half b) { return __hmin_nan(a, b); }
+__device__ __forceinline__ __nv_bfloat16 tl_maximum(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmax_nan(a, b); }
+__device__ __forceinline__ __nv_bfloat16 tl_minimum(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmin_nan(a, b); }"""
+
+_E4M3 = """\
+__device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(float x) {
+  __nv_fp8_e4m3 r;
+  r.__x = fabsf(x) <= 464.0f ? __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)
+                             : (__nv_fp8_storage_t)(((__float_as_uint(x) >> 24) & 0x80u) | 0x7Fu);
+  return r;
+}
+__device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(double x) {
+  __nv_fp8_e4m3 r;
+  r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E4M3);
+  return r;
+}"""
+
+_E5M2 = """\
+__device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(float x) {
+  const float a = fabsf(x);
+  __nv_fp8_e5m2 r;
+  r.__x = a < 61440.0f ? __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2)
+                       : (__nv_fp8_storage_t)(((__float_as_uint(x) >> 24) & 0x80u) | (a != a ? 0x7Fu : 0x7Cu));
+  return r;
+}
+__device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(double x) {
+  __nv_fp8_e5m2 r;
+  r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+  return r;
+}"""
+
+_DIVISION = """\
+template <typename T> __device__ __forceinline__ T tl_floordiv(T a, T b) {
+  const T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> __device__ __forceinline__ T tl_ceildiv(T a, T b) {
+  const T q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+template <typename T> __device__ __forceinline__ T tl_floormod(T a, T b) {
+  const T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}"""
+
+HELPERS = {"maxmin": _MAXMIN, "e4m3": _E4M3, "e5m2": _E5M2, "division": _DIVISION}
+
+
+class Prelude:
+    """Collects the vector structs and helpers a kernel uses, in first-use order."""
+
+    def __init__(self) -> None:
+        self._structs: dict[str, str] = {}
+        self._helpers: list[str] = []
+
+    def vector_struct(self, name: str, element: str, length: int, align: int) -> str:
+        if name not in self._structs:
+            self._structs[name] = f"struct __align__({align}) {name} {{ {element} v[{length}]; }};"
+        return name
+
+    def helper(self, key: str) -> None:
+        if key not in self._helpers:
+            self._helpers.append(key)
+
+    def text(self) -> str:
+        parts = ["\n".join(INCLUDES)]
+        if self._structs:
+            parts.append("\n".join(self._structs.values()))
+        parts += [HELPERS[key] for key in sorted(self._helpers, key=list(HELPERS).index)]
+        return "\n\n".join(parts) + "\n"

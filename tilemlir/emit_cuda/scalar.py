@@ -1,0 +1,491 @@
+"""Scalar `arith` / `math` / `affine` ops -> C++ expressions with the IR's exact semantics.
+
+Numerics (docs: tilemlir/emit_cuda/__init__.py): float ops are written as
+plain C++ operators and correctly rounded CUDA functions (`expf`, `sqrtf`,
+`/`); the fast intrinsics (`__expf`, `__fdividef`, `rsqrtf`, ...) appear only
+under `fast_math`. `half` and `__nv_bfloat16` arithmetic uses their C++
+operators (one rounding, like the IR); math functions on them, and all fp8
+arithmetic, compute in float and round once at the end. Integer ops read
+their operands as signed C types; unsigned and floor/ceil ops use the plain
+C form where both operands are proven non-negative, else an exact one.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+from tilemlir.emit_cuda import cexpr as C
+from tilemlir.emit_cuda.cexpr import CExpr
+from tilemlir.emit_cuda.ctype import CTypes, float_kind, int_width, is_bool, is_unsigned
+from tilemlir.emit_cuda.prelude import Prelude
+from tilemlir.emit_cuda.signs import Signs
+from tilemlir.mlir import ir
+from tilemlir.passes.diag import error
+
+_MATH = {  # op: (float, double, fast float)
+    "exp": ("expf", "exp", "__expf"), "exp2": ("exp2f", "exp2", "exp2f"), "expm1": ("expm1f", "expm1", "expm1f"),
+    "log": ("logf", "log", "__logf"), "log2": ("log2f", "log2", "__log2f"), "log10": ("log10f", "log10", "__log10f"),
+    "log1p": ("log1pf", "log1p", "log1pf"), "sqrt": ("sqrtf", "sqrt", "sqrtf"), "cbrt": ("cbrtf", "cbrt", "cbrtf"),
+    "sin": ("sinf", "sin", "__sinf"), "cos": ("cosf", "cos", "__cosf"), "tan": ("tanf", "tan", "__tanf"),
+    "asin": ("asinf", "asin", "asinf"), "acos": ("acosf", "acos", "acosf"), "atan": ("atanf", "atan", "atanf"),
+    "sinh": ("sinhf", "sinh", "sinhf"), "cosh": ("coshf", "cosh", "coshf"), "tanh": ("tanhf", "tanh", "tanhf"),
+    "asinh": ("asinhf", "asinh", "asinhf"), "acosh": ("acoshf", "acosh", "acoshf"),
+    "atanh": ("atanhf", "atanh", "atanhf"), "erf": ("erff", "erf", "erff"), "erfc": ("erfcf", "erfc", "erfcf"),
+    "absf": ("fabsf", "fabs", "fabsf"), "ceil": ("ceilf", "ceil", "ceilf"), "floor": ("floorf", "floor", "floorf"),
+    "round": ("roundf", "round", "roundf"), "roundeven": ("rintf", "rint", "rintf"),
+    "trunc": ("truncf", "trunc", "truncf"), "atan2": ("atan2f", "atan2", "atan2f"),
+    "powf": ("powf", "pow", "__powf"), "copysign": ("copysignf", "copysign", "copysignf"),
+    "fma": ("fmaf", "fma", "fmaf"),
+}
+_FLOAT_OPS = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+_INT_OPS = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&", "arith.ori": "|",
+            "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>"}
+_CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno",
+         "true")
+_CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+_ORDERED = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<="}
+_UNORDERED_NOT = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+_TO_HALF = {32: "__int2half_rn", 64: "__ll2half_rn"}
+_TO_BF16 = {32: "__int2bfloat16_rn", 64: "__ll2bfloat16_rn"}
+_UTO_HALF = {32: "__uint2half_rn", 64: "__ull2half_rn"}
+_UTO_BF16 = {32: "__uint2bfloat16_rn", 64: "__ull2bfloat16_rn"}
+
+
+def float32_literal(x: float) -> str:
+    """The shortest decimal that reads back as the same float32, with an `f` suffix."""
+    for digits in range(1, 10):  # 9 significant digits always suffice for float32
+        text = f"{x:.{digits}g}"
+        try:
+            if struct.pack("<f", float(text)) == struct.pack("<f", x):
+                break
+        except OverflowError:  # rounded past FLT_MAX: more digits needed
+            continue
+    return _with_point(text) + "f"
+
+
+def _with_point(text: str) -> str:
+    return text if any(c in text for c in ".eEn") else text + ".0"
+
+
+class ScalarOps:
+    def __init__(self, types: CTypes, signs: Signs, prelude: Prelude, fast_math: bool):
+        self.types = types
+        self._signs = signs
+        self._prelude = prelude
+        self._fast = fast_math
+
+    # -- entry point -----------------------------------------------------------------------
+    def translate(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
+        """The expression of `op`'s result (per element, for elementwise vector ops)."""
+        name = op.name
+        result = _elem(op.results[0].type)
+        if name in _FLOAT_OPS or name in ("arith.remf", "arith.negf", "arith.maximumf", "arith.minimumf",
+                                          "arith.maxnumf", "arith.minnumf"):
+            return self.float_binary(name, args, result)
+        if name.startswith("math."):
+            return self._math(op, args, result)
+        if name == "arith.cmpf":
+            return self._cmpf(op, args)
+        if name == "arith.cmpi":
+            return self._cmpi(op, args)
+        if name == "arith.select":
+            return C.cond(*args)
+        if name in _CONVERSIONS:
+            return _CONVERSIONS[name](self, op, args[0], _elem(op.operands[0].type), result)
+        if name.startswith("affine."):
+            return self._affine(op, args)
+        if name.startswith("arith.") and len(args) == 2:
+            try:
+                return self.int_binary(name, args, result, list(op.operands))
+            except ValueError as exc:
+                raise error(op, str(exc)) from None
+        raise error(op, f"'{name}' is not supported by the CUDA emitter")
+
+    # -- constants ---------------------------------------------------------------------------
+    def constant(self, attr, type_: ir.Type) -> CExpr:
+        """A scalar constant from its attribute (or a Python number, an element of a dense constant)."""
+        if isinstance(attr, ir.BoolAttr):
+            return C.atom("true" if attr.value else "false")
+        if isinstance(attr, ir.IntegerAttr):
+            if is_bool(type_):
+                return C.atom("true" if attr.value else "false")
+            return C.int_lit(_wrap(attr.value, type_, self.types))
+        if isinstance(attr, ir.FloatAttr):
+            return self.float_constant(attr.value, type_)
+        if isinstance(attr, float):  # an element of a dense vector constant
+            return self.float_constant(attr, type_)
+        if isinstance(attr, (bool, int)):
+            return C.atom("true" if attr else "false") if is_bool(type_) else C.int_lit(_wrap(int(attr), type_, self.types))
+        raise ValueError(f"constant {attr} has no scalar C form")
+
+    def float_constant(self, value: float, type_: ir.Type) -> CExpr:
+        kind = float_kind(type_)
+        if kind == "f64":
+            if math.isnan(value):
+                return C.atom("CUDART_NAN")
+            if math.isinf(value):
+                return C.atom("CUDART_INF") if value > 0 else C.unary("-", C.atom("CUDART_INF"))
+            text = _with_point(repr(value))
+            return C.CExpr(text, C.UNARY if text.startswith("-") else C.ATOM)
+        if math.isnan(value):
+            single = C.atom("CUDART_NAN_F")
+        elif math.isinf(value):
+            single = C.atom("CUDART_INF_F") if value > 0 else C.unary("-", C.atom("CUDART_INF_F"))
+        else:
+            text = float32_literal(value)
+            single = C.CExpr(text, C.UNARY if text.startswith("-") else C.ATOM)
+        return self.from_float(single, kind)
+
+    def typed_int(self, e: CExpr, type_: ir.Type) -> CExpr:
+        """`e`, with a literal given the exact C type (for overloads and templates)."""
+        if e.value is None:
+            return e
+        ctype = self.types.scalar(type_)
+        suffix = {"long long": "LL", "unsigned int": "u", "unsigned long long": "ull"}.get(ctype)
+        if suffix:
+            return C.CExpr(f"{e.value}{suffix}", C.UNARY if e.value < 0 else C.ATOM)
+        return e if ctype == "int" else C.cast(ctype, e)
+
+    # -- floats --------------------------------------------------------------------------------
+    def to_float(self, e: CExpr, kind: str) -> CExpr:
+        """A narrow float as float (exact)."""
+        if kind == "f16":
+            return C.call("__half2float", e)
+        if kind == "bf16":
+            return C.call("__bfloat162float", e)
+        if kind in ("f8E4M3FN", "f8E5M2"):
+            return C.call("float", e)
+        return e
+
+    def from_float(self, e: CExpr, kind: str) -> CExpr:
+        """A float rounded to nearest even into `kind`."""
+        if kind == "f16":
+            return C.call("__float2half_rn", e)
+        if kind == "bf16":
+            return C.call("__float2bfloat16_rn", e)
+        if kind == "f8E4M3FN":
+            self._prelude.helper("e4m3")
+            return C.call("tl_to_e4m3", e)
+        if kind == "f8E5M2":
+            self._prelude.helper("e5m2")
+            return C.call("tl_to_e5m2", e)
+        if kind == "f64":
+            return C.cast("double", e)
+        return e
+
+    def float_binary(self, name: str, args: list[CExpr], type_: ir.Type) -> CExpr:
+        kind = float_kind(type_)
+        if kind in ("f8E4M3FN", "f8E5M2"):
+            widened = [self.to_float(a, kind) for a in args]
+            return self.from_float(self.float_binary(name, widened, ir.F32Type.get()), kind)
+        if name == "arith.negf":
+            return C.unary("-", args[0])
+        a, b = args
+        if name in _FLOAT_OPS:
+            if name == "arith.divf" and self._fast and kind == "f32":
+                return C.call("__fdividef", a, b)
+            return C.binary(_FLOAT_OPS[name], a, b)
+        if name in ("arith.maximumf", "arith.minimumf"):
+            self._prelude.helper("maxmin")
+            return C.call("tl_maximum" if name == "arith.maximumf" else "tl_minimum", a, b)
+        if name in ("arith.maxnumf", "arith.minnumf"):
+            fn = {"f32": "fmaxf", "f64": "fmax", "f16": "__hmax", "bf16": "__hmax"}[kind]
+            return C.call(fn.replace("max", "min") if name == "arith.minnumf" else fn, a, b)
+        # arith.remf
+        if kind in ("f16", "bf16"):
+            return self.from_float(C.call("fmodf", self.to_float(a, kind), self.to_float(b, kind)), kind)
+        return C.call("fmodf" if kind == "f32" else "fmod", a, b)
+
+    def _math(self, op: ir.Operation, args: list[CExpr], type_: ir.Type) -> CExpr:
+        fn = op.name.split(".", 1)[1]
+        kind = float_kind(type_)
+        if fn == "absi":
+            return C.call("llabs" if self.types.scalar(type_) == "long long" else "abs", args[0])
+        if fn in ("isnan", "isinf", "isfinite"):
+            operand_kind = float_kind(_elem(op.operands[0].type))
+            return C.call(fn, self.to_float(args[0], operand_kind))
+        if kind is None or (fn not in _MATH and fn != "rsqrt"):
+            raise error(op, f"'{op.name}' on {type_} is not supported by the CUDA emitter")
+        if kind in ("f16", "bf16") and fn in ("absf", "fma"):
+            return C.call("__habs" if fn == "absf" else "__hfma", *args)
+        if kind not in ("f32", "f64"):
+            widened = [self.to_float(a, kind) for a in args]
+            return self.from_float(self._math_f32(fn, widened, "f32"), kind)
+        return self._math_f32(fn, args, kind)
+
+    def _math_f32(self, fn: str, args: list[CExpr], kind: str) -> CExpr:
+        if fn == "rsqrt":
+            if self._fast:
+                return C.call("rsqrtf" if kind == "f32" else "rsqrt", args[0])
+            one = C.atom("1.0f" if kind == "f32" else "1.0")
+            return C.binary("/", one, C.call("sqrtf" if kind == "f32" else "sqrt", args[0]))
+        single, double, fast = _MATH[fn]
+        if kind == "f64":
+            return C.call(double, *args)
+        return C.call(fast if self._fast else single, *args)
+
+    def _cmpf(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
+        predicate = _CMPF[op.attributes["predicate"].value]
+        kind = float_kind(_elem(op.operands[0].type))
+        a, b = args
+        if kind in ("f8E4M3FN", "f8E5M2"):
+            a, b = self.to_float(a, kind), self.to_float(b, kind)
+        if predicate in ("true", "false"):
+            return C.atom(predicate)
+        if predicate in _ORDERED:
+            return C.binary(_ORDERED[predicate], a, b)
+        if predicate == "une":
+            return C.binary("!=", a, b)
+        if predicate in _UNORDERED_NOT:
+            return C.unary("!", C.binary(_UNORDERED_NOT[predicate], a, b))
+        if predicate in ("one", "ueq"):
+            either = C.binary("||", C.binary("<", a, b), C.binary(">", a, b))
+            return either if predicate == "one" else C.unary("!", either)
+        if predicate == "ord":
+            return C.binary("&&", C.binary("==", a, a), C.binary("==", b, b))
+        return C.binary("||", C.binary("!=", a, a), C.binary("!=", b, b))  # uno
+
+    # -- integers ------------------------------------------------------------------------------
+    def _cmpi(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
+        predicate = _CMPI[op.attributes["predicate"].value]
+        a, b = args
+        type_ = _elem(op.operands[0].type)
+        if predicate.startswith("u") and not self._signs.all_nonneg(*op.operands) and not is_bool(type_):
+            unsigned = self.types.unsigned(type_)
+            a, b = C.cast(unsigned, a), C.cast(unsigned, b)
+        return C.binary(_ICMP[predicate], a, b)
+
+    def int_binary(self, name: str, args: list[CExpr], type_: ir.Type, operands: list[ir.Value]) -> CExpr:
+        a, b = args
+        if is_bool(type_):
+            return self._bool_binary(name, a, b)
+        nonneg = self._signs.all_nonneg(*operands) if operands else False
+        result = self._int_binary(name, a, b, type_, nonneg)
+        if result.value is not None:
+            return C.int_lit(_wrap(result.value, type_, self.types))
+        width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+        if width < 32:  # C promotes to int: wrap back to the IR's width
+            return C.cast(self.types.scalar(type_), result)
+        return result
+
+    def _int_binary(self, name: str, a: CExpr, b: CExpr, type_: ir.Type, nonneg: bool) -> CExpr:
+        if name == "arith.addi":
+            return C.add(a, b)
+        if name == "arith.subi":
+            return C.sub(a, b)
+        if name == "arith.muli":
+            return C.mul(a, b)
+        if name in _INT_OPS:
+            return C.binary(_INT_OPS[name], self._shift_base(name, a, type_), b)
+        if name == "arith.divsi" or (name == "arith.divui" and nonneg):
+            return C.div(a, b)
+        if name == "arith.remsi" or (name == "arith.remui" and nonneg):
+            return C.rem(a, b)
+        if name in ("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui") and nonneg:
+            return C.div(a, b) if name == "arith.floordivsi" else _ceildiv_nonneg(a, b)
+        if name in ("arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui"):
+            return self._minmax(name, a, b, type_, nonneg)
+        unsigned = self.types.unsigned(type_)
+        if name in ("arith.divui", "arith.remui", "arith.shrui"):
+            op = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}[name]
+            if name == "arith.shrui" and nonneg:
+                return C.binary(">>", a, b)
+            right = b if name == "arith.shrui" else C.cast(unsigned, b)
+            return C.cast(self.types.scalar(type_), C.binary(op, C.cast(unsigned, a), right))
+        if name in ("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"):
+            self._prelude.helper("division")
+            fn = "tl_floordiv" if name == "arith.floordivsi" else "tl_ceildiv"
+            if name == "arith.ceildivui":
+                return C.cast(self.types.scalar(type_), C.call(fn, C.cast(unsigned, a), C.cast(unsigned, b)))
+            return C.call(fn, self.typed_int(a, type_), self.typed_int(b, type_))
+        raise ValueError(f"'{name}' is not supported by the CUDA emitter")
+
+    def _shift_base(self, name: str, a: CExpr, type_: ir.Type) -> CExpr:
+        return self.typed_int(a, type_) if name == "arith.shli" else a
+
+    def _minmax(self, name: str, a: CExpr, b: CExpr, type_: ir.Type, nonneg: bool) -> CExpr:
+        fn = "min" if "min" in name else "max"
+        if name.endswith("ui") and not nonneg:
+            unsigned = self.types.unsigned(type_)
+            return C.cast(self.types.scalar(type_), C.call(fn, C.cast(unsigned, a), C.cast(unsigned, b)))
+        return C.call(fn, self.typed_int(a, type_), self.typed_int(b, type_))
+
+    def _bool_binary(self, name: str, a: CExpr, b: CExpr) -> CExpr:
+        if name == "arith.andi":
+            return C.binary("&&", a, b)
+        if name == "arith.ori":
+            return C.binary("||", a, b)
+        if name == "arith.xori":
+            if b.text == "true":
+                return C.unary("!", a)
+            return C.binary("!=", a, b)
+        raise ValueError(f"'{name}' on i1 is not supported by the CUDA emitter")
+
+    # -- affine ----------------------------------------------------------------------------------
+    def _affine(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
+        amap = ir.AffineMapAttr(op.attributes["map"]).value
+        nonneg = [self._signs.nonneg(v) for v in op.operands]
+        index = ir.IndexType.get()
+        results = [self._affine_walk(e, args, nonneg, amap.n_dims, index)[0] for e in amap.results]
+        if op.name == "affine.apply":
+            return results[0]
+        fn = "min" if op.name == "affine.min" else "max"
+        out = self.typed_int(results[0], index)
+        for other in results[1:]:
+            out = C.call(fn, out, self.typed_int(other, index))
+        return out
+
+    def _affine_walk(self, expr, args, nonneg, n_dims, index) -> tuple[CExpr, bool]:
+        if isinstance(expr, ir.AffineConstantExpr):
+            return C.int_lit(expr.value), expr.value >= 0
+        if isinstance(expr, ir.AffineDimExpr):
+            return args[expr.position], nonneg[expr.position]
+        if isinstance(expr, ir.AffineSymbolExpr):
+            return args[n_dims + expr.position], nonneg[n_dims + expr.position]
+        (a, a_pos), (b, b_pos) = (self._affine_walk(e, args, nonneg, n_dims, index) for e in (expr.lhs, expr.rhs))
+        if isinstance(expr, ir.AffineAddExpr):
+            return C.add(a, b), a_pos and b_pos
+        if isinstance(expr, ir.AffineMulExpr):
+            if b.value == -1:
+                return C.unary("-", a), False
+            return C.mul(a, b), a_pos and b_pos
+        if a_pos and b_pos:
+            if isinstance(expr, ir.AffineFloorDivExpr):
+                return C.div(a, b), True
+            if isinstance(expr, ir.AffineCeilDivExpr):
+                return _ceildiv_nonneg(a, b), True
+            return C.rem(a, b), True
+        self._prelude.helper("division")
+        fn = {ir.AffineFloorDivExpr: "tl_floordiv", ir.AffineCeilDivExpr: "tl_ceildiv"}.get(type(expr), "tl_floormod")
+        return C.call(fn, self.typed_int(a, index), self.typed_int(b, index)), fn == "tl_floormod"
+
+
+def _ceildiv_nonneg(a: CExpr, b: CExpr) -> CExpr:
+    """ceil(a / b) for a >= 0, b > 0: `(a + b - 1) / b`."""
+    if b.value == 1:
+        return a
+    if a.value is not None and b.value:
+        return C.int_lit(-(-a.value // b.value))
+    bias = C.int_lit(b.value - 1) if b.value is not None else C.sub(b, C.int_lit(1))
+    return C.div(C.add(a, bias), b)
+
+
+def _elem(type_: ir.Type) -> ir.Type:
+    return type_.element_type if isinstance(type_, ir.VectorType) else type_
+
+
+def _wrap(value: int, type_: ir.Type, types: CTypes) -> int:
+    """`value` wrapped to the two's-complement range of `type_` (signed)."""
+    width = types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+    if width <= 1 or width >= 128:
+        return value
+    value &= (1 << width) - 1
+    if is_unsigned(type_):
+        return value
+    return value - (1 << width) if value >= 1 << (width - 1) else value
+
+
+# -- conversions ------------------------------------------------------------------------------------
+
+
+def _extf(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    s, d = float_kind(src), float_kind(dst)
+    as_float = ops.to_float(e, s)
+    if d == "f64":
+        return C.cast("double", as_float)
+    return ops.from_float(as_float, d)  # f32, or fp8 -> f16/bf16 (exact through float)
+
+
+def _truncf(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    mode = op.attributes["roundingmode"] if "roundingmode" in op.attributes else None
+    if mode is not None and "to_nearest_even" not in str(mode):
+        raise error(op, f"arith.truncf with rounding mode {mode} is not supported by the CUDA emitter")
+    s, d = float_kind(src), float_kind(dst)
+    if s == "f64":
+        direct = {"f32": "float", "f16": "__double2half", "bf16": "__double2bfloat16"}
+        if d in direct:
+            return C.cast("float", e) if d == "f32" else C.call(direct[d], e)
+        return ops.from_float(e, d)  # fp8: the double overload of the helper
+    return ops.from_float(ops.to_float(e, s), d)
+
+
+def _sitofp(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    return _int_to_float(ops, e, src, dst, unsigned=False)
+
+
+def _uitofp(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    return _int_to_float(ops, e, src, dst, unsigned=not ops._signs.nonneg(op.operands[0]))
+
+
+def _int_to_float(ops: ScalarOps, e: CExpr, src: ir.Type, dst: ir.Type, unsigned: bool) -> CExpr:
+    width = ops.types.index_bits if isinstance(src, ir.IndexType) else int_width(src)
+    if width == 1:
+        e = C.cast("int", e) if unsigned else C.unary("-", C.cast("int", e))
+        width, unsigned = 32, False
+    wide = 64 if width > 32 else 32
+    if unsigned:
+        e = C.cast({32: "unsigned int", 64: "unsigned long long"}[wide], e)
+    d = float_kind(dst)
+    if d in ("f16", "bf16"):
+        table = {"f16": _UTO_HALF if unsigned else _TO_HALF, "bf16": _UTO_BF16 if unsigned else _TO_BF16}[d]
+        return C.call(table[wide], e)
+    if d in ("f32", "f64"):
+        return C.cast("float" if d == "f32" else "double", e)
+    return ops.from_float(C.cast("double", e), d)  # fp8: exact through double for 32-bit ints
+
+
+def _fptoint(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    ctype = ops.types.unsigned(dst) if op.name == "arith.fptoui" else ops.types.scalar(dst)
+    as_float = ops.to_float(e, float_kind(src))
+    return C.cast(ctype, as_float) if op.name == "arith.fptosi" else C.cast(ops.types.scalar(dst), C.cast(ctype, as_float))
+
+
+def _int_cast(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    """extsi / extui / trunci / index_cast / index_castui."""
+    target = ops.types.scalar(dst)
+    if is_bool(dst):
+        return C.binary("!=", C.binary("&", e, C.int_lit(1)), C.int_lit(0))
+    if is_bool(src):
+        return C.unary("-", C.cast(target, e)) if op.name == "arith.extsi" else C.cast(target, e)
+    zero_extend = op.name in ("arith.extui", "arith.index_castui") and not ops._signs.nonneg(op.operands[0])
+    widening = (ops.types.index_bits if isinstance(dst, ir.IndexType) else int_width(dst)) > (
+        ops.types.index_bits if isinstance(src, ir.IndexType) else int_width(src))
+    if zero_extend and widening:
+        e = C.cast(ops.types.unsigned(src), e)
+    if e.value is not None:
+        return C.int_lit(_wrap(e.value, dst, ops.types))
+    if ops.types.scalar(src) == target and not zero_extend:
+        return e
+    return C.cast(target, e)
+
+
+_BITCASTS = {
+    ("float", "int"): "__float_as_int", ("int", "float"): "__int_as_float",
+    ("float", "unsigned int"): "__float_as_uint", ("unsigned int", "float"): "__uint_as_float",
+    ("double", "long long"): "__double_as_longlong", ("long long", "double"): "__longlong_as_double",
+    ("half", "short"): "__half_as_short", ("short", "half"): "__short_as_half",
+    ("half", "unsigned short"): "__half_as_ushort", ("unsigned short", "half"): "__ushort_as_half",
+    ("__nv_bfloat16", "short"): "__bfloat16_as_short", ("short", "__nv_bfloat16"): "__short_as_bfloat16",
+    ("__nv_bfloat16", "unsigned short"): "__bfloat16_as_ushort",
+    ("unsigned short", "__nv_bfloat16"): "__ushort_as_bfloat16",
+}
+
+
+def _bitcast(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
+    pair = (ops.types.scalar(src), ops.types.scalar(dst))
+    if pair[0] == pair[1]:
+        return e
+    if pair in _BITCASTS:
+        return C.call(_BITCASTS[pair], e)
+    raise error(op, f"arith.bitcast from {src} to {dst} is not supported by the CUDA emitter")
+
+
+_CONVERSIONS = {
+    "arith.extf": _extf, "arith.truncf": _truncf, "arith.sitofp": _sitofp, "arith.uitofp": _uitofp,
+    "arith.fptosi": _fptoint, "arith.fptoui": _fptoint, "arith.extsi": _int_cast, "arith.extui": _int_cast,
+    "arith.trunci": _int_cast, "arith.index_cast": _int_cast, "arith.index_castui": _int_cast,
+    "arith.bitcast": _bitcast,
+}

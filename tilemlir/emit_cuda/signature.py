@@ -1,0 +1,80 @@
+"""The `KernelSignature` of an emitted kernel (see tilemlir/runtime/signature.py for the schema)."""
+
+from __future__ import annotations
+
+from tilemlir.emit_cuda import irutil
+from tilemlir.emit_cuda.ctype import UnsupportedType, byte_size, dtype_name, vector_alignment
+from tilemlir.emit_cuda.kernel import KernelIR
+from tilemlir.emit_cuda.pyexpr import GridTranslator
+from tilemlir.emit_cuda.signs import Signs
+from tilemlir.errors import CompileError
+from tilemlir.mlir import ir
+from tilemlir.passes.diag import error
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureError, TensorParam
+
+INT32_ELEMENTS = 2**31
+
+
+def choose_index_bits(kernel: KernelIR) -> int:
+    """32-bit index math unless a static tensor has 2**31 elements or more.
+
+    With 32 the runtime rejects any tensor argument of 2**31 elements or more
+    at launch (a LaunchError, never an overflow), so dynamic shapes are fine."""
+    for dims in kernel.arg_dims:
+        if dims is not None and all(isinstance(d, int) for d in dims):
+            count = 1
+            for d in dims:
+                count *= d
+            if count >= INT32_ELEMENTS:
+                return 64
+    return 32
+
+
+def build_signature(kernel: KernelIR, signs: Signs, shared_bytes: int, index_bits: int) -> KernelSignature:
+    grid = GridTranslator(kernel, signs)
+    aligns = _vector_alignments(kernel)
+    params = []
+    for arg, name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
+        dtype = _dtype(kernel, arg, index_bits)
+        if dims is None:
+            params.append(ScalarParam(name, dtype))
+        else:
+            itemsize = byte_size(arg.type.element_type)
+            params.append(TensorParam(name, dtype, dims, max(itemsize, aligns.get(arg, itemsize))))
+    try:
+        return KernelSignature(
+            name=kernel.name,
+            params=tuple(params),
+            symbols=kernel.symbols,
+            grid=tuple(grid.expr(v) for v in kernel.launch_grid()),
+            block=kernel.block,
+            cuda_params=(*kernel.arg_names, *kernel.symbols),
+            shared_bytes=shared_bytes,
+            assumes=kernel.assumes,
+            out_idx=kernel.out_idx,
+            index_bits=index_bits,
+        )
+    except SignatureError as exc:
+        raise CompileError(f"the kernel signature of {kernel.name} is invalid: {exc}") from None
+
+
+def _dtype(kernel: KernelIR, arg: ir.Value, index_bits: int) -> str:
+    type_ = arg.type.element_type if isinstance(arg.type, ir.MemRefType) else arg.type
+    if isinstance(type_, ir.IndexType):
+        return f"int{index_bits}"
+    try:
+        return dtype_name(type_)
+    except UnsupportedType as exc:
+        raise error(kernel.func, str(exc)) from None
+
+
+def _vector_alignments(kernel: KernelIR) -> dict[ir.Value, int]:
+    """Per tensor argument, the alignment its widest vector access needs."""
+    aligns: dict[ir.Value, int] = {}
+    for op in irutil.walk(kernel.launch):
+        if op.name not in ("vector.load", "vector.store"):
+            continue
+        memref = op.operands[0] if op.name == "vector.load" else op.operands[1]
+        vector_type = op.results[0].type if op.name == "vector.load" else op.operands[0].type
+        aligns[memref] = max(aligns.get(memref, 1), vector_alignment(vector_type))
+    return aligns

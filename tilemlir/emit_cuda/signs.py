@@ -1,0 +1,84 @@
+"""Which integer values are known to be non-negative.
+
+Unsigned IR ops (`divui`, `ceildivui`, `cmpi ult`, ...) and floor-rounding
+ones (`floordivsi`) agree with plain C `/`, `%` and `<` on non-negative
+operands, so where this analysis proves both operands non-negative the
+emitter writes the readable form; elsewhere it writes the exact one.
+Overflow is not modelled: index arithmetic is assumed not to wrap.
+"""
+
+from __future__ import annotations
+
+from tilemlir.emit_cuda import irutil
+from tilemlir.mlir import ir
+
+# ops whose result is non-negative when all their operands are
+_ALL = frozenset({
+    "arith.addi", "arith.muli", "arith.divui", "arith.divsi", "arith.ceildivui", "arith.ceildivsi",
+    "arith.floordivsi", "arith.remui", "arith.remsi", "arith.minsi", "arith.minui", "arith.maxui",
+    "arith.shrui", "arith.shrsi", "arith.shli", "arith.ori", "arith.xori", "arith.index_cast",
+    "arith.index_castui", "arith.extui", "arith.extsi", "affine.min", "affine.max",
+})
+# ops whose result is non-negative when any operand is
+_ANY = frozenset({"arith.maxsi", "arith.andi"})
+_ALWAYS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
+                     "gpu.lane_id", "arith.extui"})
+
+
+class Signs:
+    def __init__(self, launch: ir.Operation):
+        self._launch_args = list(irutil.single_block(launch).arguments)
+        self._memo: dict[ir.Value, bool] = {}
+
+    def nonneg(self, value: ir.Value) -> bool:
+        if value not in self._memo:
+            self._memo[value] = False  # cycles (loop-carried values) stay unproven
+            self._memo[value] = self._compute(value)
+        return self._memo[value]
+
+    def all_nonneg(self, *values: ir.Value) -> bool:
+        return all(self.nonneg(v) for v in values)
+
+    def _compute(self, value: ir.Value) -> bool:
+        op = irutil.defining_op(value)
+        if op is None:
+            return self._block_arg(value)
+        if op.name == "arith.constant":
+            number = irutil.const_int(value)
+            return number is not None and number >= 0
+        if op.name in _ALWAYS:
+            return True
+        operands = list(op.operands)
+        if op.name in _ANY:
+            return any(self.nonneg(v) for v in operands)
+        if op.name in _ALL:
+            return all(self.nonneg(v) for v in operands)
+        if op.name == "arith.select":
+            return self.nonneg(operands[1]) and self.nonneg(operands[2])
+        if op.name == "affine.apply":
+            return all(self.nonneg(v) for v in operands) and _affine_nonneg(op)
+        return False
+
+    def _block_arg(self, value: ir.BlockArgument) -> bool:
+        if any(value == arg for arg in self._launch_args):
+            return True
+        owner = irutil.operation(value.owner.owner)
+        if owner.name == "scf.for" and value.arg_number == 0:
+            return self.nonneg(owner.operands[0])
+        return False
+
+
+def _affine_nonneg(op: ir.Operation) -> bool:
+    """Every constant in the map is non-negative (mod results always are)."""
+    amap = ir.AffineMapAttr(op.attributes["map"]).value
+    return all(_expr_nonneg(e) for e in amap.results)
+
+
+def _expr_nonneg(expr) -> bool:
+    if isinstance(expr, ir.AffineConstantExpr):
+        return expr.value >= 0
+    if isinstance(expr, ir.AffineModExpr):
+        return True
+    if isinstance(expr, ir.AffineBinaryExpr):
+        return _expr_nonneg(expr.lhs) and _expr_nonneg(expr.rhs)
+    return True  # dims and symbols: their operands were checked
