@@ -1,0 +1,179 @@
+"""`tilemlir.jit`, `compile`, `lower` and `Kernel`: kinds, factory caching, stages, and routing to the driver."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+import tilemlir
+from frontend_util import load_module
+from tilemlir.errors import CompileError
+from tilemlir.mlir import ir, make_context
+
+KERNELS = """
+    calls = []
+
+    @tilemlir.jit(out_idx=[-2])
+    def scale(X: T.Tensor((M,), T.float32), Y: T.Tensor((M,), T.float32), alpha: T.float32):
+        with T.Kernel(T.ceildiv(M, 128), threads=128) as bx:
+            x = T.alloc_fragment((128,), T.float32)
+            T.copy(X[bx * 128], x)
+            for i in T.Parallel(128):
+                x[i] = x[i] * alpha
+            T.copy(x, Y[bx * 128])
+
+    @tilemlir.jit(out_idx=[1])
+    def make_scale(block=128, dtype="float32"):
+        calls.append((block, dtype))
+
+        @T.prim_func
+        def scale_kernel(X: T.Tensor((M,), dtype), Y: T.Tensor((M,), dtype)):
+            with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
+                x = T.alloc_fragment((block,), dtype)
+                T.copy(X[bx * block], x)
+                T.copy(x, Y[bx * block])
+
+        return scale_kernel
+
+    def plain(X: T.Tensor((M,), T.float32)):
+        with T.Kernel(4, threads=32) as bx:
+            pass
+"""
+
+
+class FakeDriver(types.ModuleType):
+    """Stands in for tilemlir.driver: records what the API hands over."""
+
+    STAGES = ("frontend", "thread", "final")
+
+    def __init__(self):
+        super().__init__("tilemlir.driver")
+        self.compiled = []
+        self.lowered = []
+
+    def compile_module(self, module, info, target, options):
+        assert isinstance(module, ir.Module)
+        self.compiled.append((info, target, options))
+        return types.SimpleNamespace(source=f"// {info.name} for {target}", __call__=None)
+
+    def lower_module(self, module, stage):
+        self.lowered.append(stage)
+        return f"// {stage} of {module.body.operations[0].operation.name}"
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    return load_module(tmp_path, KERNELS)
+
+
+@pytest.fixture
+def no_driver(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tilemlir.driver", None)
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setitem(sys.modules, "tilemlir.driver", fake)
+    return fake
+
+
+def test_kinds(kernels):
+    assert kernels.scale.kind == "kernel" and kernels.make_scale.kind == "factory"
+    assert tilemlir.jit(kernels.plain).kind == "kernel"
+    assert repr(kernels.scale) == "<tilemlir.jit kernel 'scale'>"
+
+
+def test_lower_frontend_parses_and_debuginfo_adds_locations(kernels):
+    text = tilemlir.lower(kernels.scale)
+    located = tilemlir.lower(kernels.scale, "frontend", debuginfo=True)
+    assert "loc(" not in text and 'loc("' in located
+    context = make_context()
+    plain = ir.Module.parse(text, context)
+    with_locations = ir.Module.parse(located, context)
+    assert str(plain) == str(with_locations)
+    assert str(plain).count('"tile.copy"') == 2
+
+
+def test_lower_accepts_undecorated_functions(kernels):
+    assert '"tile.kernel"' in tilemlir.lower(kernels.plain)
+
+
+def test_factory_instances_are_cached_per_distinct_values(kernels):
+    first = kernels.make_scale.instantiate(256)
+    assert kernels.make_scale.instantiate(256) is first
+    assert kernels.make_scale.instantiate(block=256, dtype="float32") is first
+    other = kernels.make_scale.instantiate(64, "float16")
+    assert other is not first
+    assert kernels.calls == [(256, "float32"), (64, "float16")]
+    assert "memref<?xf16>" in tilemlir.lower(other) and "{threads = 256 : i64}" in tilemlir.lower(first)
+
+
+def test_factory_arguments_must_be_hashable(kernels):
+    with pytest.raises(CompileError, match="must be hashable compile-time values"):
+        kernels.make_scale.instantiate([128])
+
+
+def test_calling_a_factory_compiles_once_per_values(kernels, driver):
+    first = kernels.make_scale(128)
+    assert kernels.make_scale(128) is first
+    assert isinstance(first, tilemlir.api.Kernel)
+    assert kernels.make_scale(64) is not first
+    assert [(info.name, target) for info, target, _ in driver.compiled] == [
+        ("scale_kernel", "cuda"), ("scale_kernel", "cuda")]
+    assert driver.compiled[0][0].out_idx == (1,)
+
+
+def test_compile_hands_module_info_target_and_options_to_the_driver(kernels, driver):
+    kernel = tilemlir.compile(kernels.scale, target="cpu", fast_math=True)
+    info, target, options = driver.compiled[0]
+    assert (target, options) == ("cpu", {"fast_math": True})
+    assert info.out_idx == (1,) and [p.name for p in info.params] == ["X", "Y", "alpha"]
+    assert kernel.source == "// scale for cpu"  # the artifact's attributes are readable on the kernel
+    assert tilemlir.compile(kernels.scale, target="cpu", fast_math=True) is kernel
+    assert kernel.ir("frontend") == tilemlir.lower(kernels.scale)
+    assert kernel.ir("thread") == "// thread of func.func" and driver.lowered == ["thread"]
+    assert tilemlir.lower(kernels.scale, "final") == "// final of func.func"
+
+
+def test_compile_without_a_code_generator_says_so(kernels, no_driver):
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(kernels.scale, target="cuda")
+    assert str(info.value) == "error: target 'cuda' is not available: the code generator is not built yet"
+
+
+def test_later_stages_without_a_driver_say_so(kernels, no_driver):
+    with pytest.raises(CompileError, match=r"stage 'thread' is not available: .*\(available stages: frontend\)"):
+        tilemlir.lower(kernels.scale, stage="thread")
+
+
+def test_unknown_stage_lists_the_known_ones(kernels, driver):
+    with pytest.raises(CompileError, match=r"unknown stage 'llvm' \(known stages: frontend, thread, final\)"):
+        tilemlir.lower(kernels.scale, stage="llvm")
+
+
+@pytest.mark.parametrize("out_idx, message", [
+    ([5], "out_idx 5 is out of range for kernel 'k' with 2 parameters"),
+    ([1], "out_idx 1 names the scalar parameter 'alpha': outputs must be tensors"),
+])
+def test_out_idx_is_checked(tmp_path, out_idx, message):
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit(out_idx={out_idx})
+        def k(X: T.Tensor((M,), T.float32), alpha: T.float32):
+            with T.Kernel(4, threads=32) as bx:
+                pass
+    """)
+    with pytest.raises(CompileError, match=message):
+        tilemlir.lower(module.k)
+
+
+def test_factory_must_return_a_kernel(tmp_path):
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def make(n=4):
+            return n
+    """)
+    with pytest.raises(CompileError, match="factory 'make' must return a kernel function, got int"):
+        module.make.instantiate()
