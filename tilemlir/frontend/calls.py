@@ -99,6 +99,8 @@ class CallMixin:
                 hint = f"; to convert a run-time value write T.cast(x, T.{'float32' if callee is builtins.float else 'int32' if callee is builtins.int else 'bool'})"
             elif callee is builtins.range:
                 hint = "; write `for i in range(...)` directly in the loop header for a run-time loop"
+            elif name == "<lambda>":
+                hint = "; a lambda runs at compile time, so write the expression inline instead"
             raise KernelError(
                 f"cannot call the Python function '{name}' with run-time values: only T.* operations run on the "
                 f"device, other calls are evaluated at compile time{hint}"
@@ -142,10 +144,10 @@ class CallMixin:
             if keyword.arg not in params:
                 takes = ", ".join(params) or "none"
                 raise KernelError(
-                    f"{what}() got an unexpected keyword argument '{keyword.arg}' (keywords: {takes})", keyword.value
+                    f"{what}() got an unexpected keyword argument '{keyword.arg}' (keywords: {takes})", keyword
                 )
             if keyword.arg in nodes:
-                raise KernelError(f"{what}() got multiple values for argument '{keyword.arg}'", keyword.value)
+                raise KernelError(f"{what}() got multiple values for argument '{keyword.arg}'", keyword)
             nodes[keyword.arg] = keyword.value
         for param in params:
             if param not in nodes and param not in defaults:

@@ -47,7 +47,6 @@ _COMPARE = {
 }
 
 _UNSUPPORTED_EXPRESSIONS = {
-    "Lambda": "lambda is not supported in kernel code; define the function outside the kernel",
     "ListComp": "comprehensions are not supported in kernel code; build the list outside the kernel or use a for loop",
     "SetComp": "comprehensions are not supported in kernel code; build the set outside the kernel",
     "DictComp": "comprehensions are not supported in kernel code; build the dict outside the kernel",
@@ -169,6 +168,15 @@ class ExprMixin:
             else:
                 result[self.eval(key)] = self.eval(value)
         return result
+
+    def expr_Lambda(self, node: ast.Lambda) -> Any:
+        """A lambda is a compile-time function (e.g. a layout map); it sees the compile-time names in scope."""
+        namespace = {**self.source.globals, **self.source.closure}
+        for name, binding in self.env.items():
+            if binding.scope.active and not binding.unusable and not is_runtime(binding.value):
+                namespace[name] = binding.value
+        code = compile(ast.Expression(body=node), self.source.file, "eval")
+        return eval(code, namespace)  # noqa: S307 - the user's own kernel source
 
     # ------------------------------------------------------------------
     # Operators.
