@@ -85,20 +85,28 @@ def test_projections_and_lifts_are_bijections_and_agree(shape, threads):
             assert same_holders(lifted.project(list(keep)), projected)
 
 
-def test_the_coalesced_row_layout_of_the_brief():
-    # bf16 4x4096 over 128 threads: thread t holds columns [(c*128+t)*8, +8) for c in 0..3 of every row.
+def test_rows_are_coalesced_runs_of_16_bytes():
+    # bf16 4x4096 over 128 threads: every split needs 128 registers; a warp per row wins (no shared exchange):
+    # thread t holds columns [(c*32 + t%32)*8, +8) for c in 0..15 of row t//32.
     layout = tiled_layout((4, 4096), 128, vector=8)
     assert layout.registers == 128 and layout.replicate == 1
     for t in (0, 1, 77, 127):
-        for i in range(4):
-            for c in range(4):
-                for e in range(8):
-                    thread, _ = layout.locate(np.array([i, (c * 128 + t) * 8 + e]))
-                    assert thread == t
+        for c in range(16):
+            for e in range(8):
+                thread, _ = layout.locate(np.array([t // 32, (c * 32 + t % 32) * 8 + e]))
+                assert thread == t
     assert str(to_attr(layout)) == (
-        "#tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 8) mod 128)>, "
-        "affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 1024) * 8 + d0 * 32)>, 1 : i64>"
+        "#tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 8) mod 32 + d0 * 32)>, "
+        "affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 256) * 8)>, 1 : i64>"
     )
+
+
+def test_one_row_of_4096_over_128_threads_spans_the_block():
+    # thread t holds columns [(c*128+t)*8, +8) for c in 0..3
+    layout = tiled_layout((4096,), 128, vector=8)
+    for t in (0, 5, 127):
+        for c in range(4):
+            assert layout.locate(np.array([(c * 128 + t) * 8 + 3]))[0] == t
 
 
 @pytest.mark.parametrize("n, threads, warps", [(1024, 32, 1), (2048, 64, 2), (4096, 128, 4), (8192, 256, 8),
@@ -135,14 +143,15 @@ def test_reduced_dim_gets_the_lanes():
 
 
 def test_projection_replicates_over_the_dropped_threads():
-    layout = tiled_layout((4, 4096), 128, vector=8)
-    rows = layout.project([0])
-    assert rows.replicate == 128 and rows.registers == 4
+    rows = tiled_layout((4, 4096), 128, vector=8).project([0])
+    assert rows.replicate == 32 and rows.registers == 1
     assert str(to_attr(rows)) == (
-        "#tile.layout<affine_map<(d0)[s0] -> (s0)>, affine_map<(d0) -> (d0)>, 128 : i64>"
+        "#tile.layout<affine_map<(d0)[s0] -> (d0 * 32 + s0)>, affine_map<(d0) -> (0)>, 32 : i64>"
     )
-    full = replicated_layout((4,), 128)
-    assert same_holders(rows, full)
+    spread = tiled_layout((2, 4096), 256, vector=8, fast_dim=1)
+    assert spread.project([0]).replicate == 128
+    whole = tiled_layout((1, 4096), 128, vector=8).project([0])
+    assert same_holders(whole, replicated_layout((1,), 128))
 
 
 def test_attribute_round_trip():

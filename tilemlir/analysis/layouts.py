@@ -325,8 +325,10 @@ def tiled_layout(
     innermost first. Among the thread splits (powers of two per dim; an
     odd factor of the block size on any one dim) it takes the one with the
     fewest registers per thread, then the least padding of `fast_dim`,
-    then the most threads on `fast_dim`, then on inner dims. Extents that
-    do not divide are padded (masked registers).
+    then the fewest warps across `fast_dim` (a row in one warp reduces with
+    shuffles alone, no shared exchange or barrier), then the most threads
+    on `fast_dim`, then on inner dims. Extents that do not divide are
+    padded (masked registers).
     """
     shape = tuple(shape)
     rank = len(shape)
@@ -346,7 +348,8 @@ def tiled_layout(
             counts[odd_dim] *= odd
             regs = math.prod(math.ceil(c / counts[k]) * v for k, c, v in zip(range(rank), chunks, vectors))
             fast_padding = math.ceil(chunks[fast] / counts[fast]) * counts[fast] - chunks[fast]
-            key = (regs, fast_padding, [-counts[k] for k in order])
+            warps_spanned = math.ceil(counts[fast] / WARP)
+            key = (regs, fast_padding, warps_spanned, [-counts[k] for k in order])
             if best is None or key < best[0]:
                 best = (key, counts)
     counts = best[1]
