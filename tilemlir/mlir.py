@@ -67,6 +67,9 @@ def load_tile_dialect(context: ir.Context) -> None:
 def make_context() -> ir.Context:
     """A new context with every upstream dialect available and `tile` loaded."""
     context = ir.Context()
+    # MLIR worker threads would call back into our Python verifiers and passes,
+    # which need the GIL the calling thread holds: keep everything on one thread.
+    context.enable_multithreading(False)
     context.load_all_available_dialects()
     load_tile_dialect(context)
     return context
