@@ -1,0 +1,26 @@
+"""Fused SiLU-and-multiply (SwiGLU): silu_mul(N)(X[M, 2N]) -> Y[M, N] = silu(X[:, :N]) * X[:, N:]."""
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.kernels.config import row_config
+
+
+@tilemlir.jit(out_idx=[1])
+def silu_mul(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def silu_mul_kernel(X: T.Tensor((M, 2 * N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            gate = T.alloc_fragment((block_M, N), T.float32)
+            up = T.alloc_fragment((block_M, N), T.float32)
+            T.copy(X[bx * block_M, 0], gate)
+            T.copy(X[bx * block_M, N], up)
+            for i, j in T.Parallel(block_M, N):
+                g = gate[i, j]
+                gate[i, j] = g / (1.0 + T.exp(-g)) * up[i, j]
+            T.copy(gate, Y[bx * block_M, 0])
+
+    return silu_mul_kernel

@@ -1,0 +1,64 @@
+"""Elementwise kernels over flat tensors of any length n: add, mul (C = A op B) and cast (Y = dtype(X)).
+
+Each block handles one tile of THREADS x CHUNKS_PER_THREAD 16-byte chunks:
+every thread owns four chunks, so loads are 16-byte vectors coalesced
+across the warp. Arithmetic happens in the tensors'
+dtype (as PyTorch does); casts round to nearest even.
+"""
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES
+
+THREADS = 256
+CHUNKS_PER_THREAD = 4
+
+
+def _tile(dtype: str) -> int:
+    return THREADS * CHUNKS_PER_THREAD * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+
+
+def _binary(dtype: str, op: str):
+    n = T.symbolic("n")
+    tile = _tile(dtype)
+
+    @T.prim_func
+    def binary_kernel(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype), C: T.Tensor((n,), dtype)):
+        with T.Kernel(T.ceildiv(n, tile), threads=THREADS) as bx:
+            a = T.alloc_fragment((tile,), dtype)
+            b = T.alloc_fragment((tile,), dtype)
+            T.copy(A[bx * tile], a)
+            T.copy(B[bx * tile], b)
+            for i in T.Parallel(tile):
+                if op == "add":
+                    a[i] = a[i] + b[i]
+                else:
+                    a[i] = a[i] * b[i]
+            T.copy(a, C[bx * tile])
+
+    return binary_kernel
+
+
+@tilemlir.jit(out_idx=[2])
+def add(dtype="float32"):
+    return _binary(dtype, "add")
+
+
+@tilemlir.jit(out_idx=[2])
+def mul(dtype="float32"):
+    return _binary(dtype, "mul")
+
+
+@tilemlir.jit(out_idx=[1])
+def cast(src="float32", dst="bfloat16"):
+    n = T.symbolic("n")
+    tile = _tile(src)
+
+    @T.prim_func
+    def cast_kernel(X: T.Tensor((n,), src), Y: T.Tensor((n,), dst)):
+        with T.Kernel(T.ceildiv(n, tile), threads=THREADS) as bx:
+            x = T.alloc_fragment((tile,), src)
+            T.copy(X[bx * tile], x)
+            T.copy(x, Y[bx * tile])
+
+    return cast_kernel

@@ -1,0 +1,151 @@
+"""RMSNorm and LayerNorm over rows of N, with float32 accumulation, plus fused residual-add variants.
+
+    rmsnorm(N)(X, W, eps) -> Y                 Y = X / sqrt(mean(X^2) + eps) * W
+    add_rmsnorm(N)(X, R, W, eps) -> (Y, H)     H = X + R (rounded to the dtype), Y = rmsnorm(H)
+    layernorm(N)(X, W, B, eps) -> Y            Y = (X - mean) / sqrt(var + eps) * W + B
+    add_layernorm(N)(X, R, W, B, eps) -> (Y, H)
+"""
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.kernels.config import row_config
+
+
+@tilemlir.jit(out_idx=[2])
+def rmsnorm(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def rmsnorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+                       Y: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float32)
+            sq = T.alloc_fragment((block_M, N), T.float32)
+            w = T.alloc_fragment((N,), T.float32)
+            ss = T.alloc_fragment((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(W, w)
+            for i, j in T.Parallel(block_M, N):
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, ss, dim=1)
+            for i in T.Parallel(block_M):
+                ss[i] = T.rsqrt(ss[i] / N + eps)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * ss[i] * w[j]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return rmsnorm_kernel
+
+
+@tilemlir.jit(out_idx=[3, 4])
+def add_rmsnorm(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def add_rmsnorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+                           Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float32)
+            r = T.alloc_fragment((block_M, N), T.float32)
+            h = T.alloc_fragment((block_M, N), dtype)
+            sq = T.alloc_fragment((block_M, N), T.float32)
+            w = T.alloc_fragment((N,), T.float32)
+            ss = T.alloc_fragment((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(R[bx * block_M, 0], r)
+            T.copy(W, w)
+            for i, j in T.Parallel(block_M, N):
+                h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
+                x[i, j] = T.cast(h[i, j], T.float32)
+                sq[i, j] = x[i, j] * x[i, j]
+            T.copy(h, H[bx * block_M, 0])
+            T.reduce_sum(sq, ss, dim=1)
+            for i in T.Parallel(block_M):
+                ss[i] = T.rsqrt(ss[i] / N + eps)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * ss[i] * w[j]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return add_rmsnorm_kernel
+
+
+@tilemlir.jit(out_idx=[3])
+def layernorm(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def layernorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
+                         Y: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float32)
+            sq = T.alloc_fragment((block_M, N), T.float32)
+            w = T.alloc_fragment((N,), T.float32)
+            b = T.alloc_fragment((N,), T.float32)
+            mean = T.alloc_fragment((block_M,), T.float32)
+            rstd = T.alloc_fragment((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(W, w)
+            T.copy(B, b)
+            T.reduce_sum(x, mean, dim=1)
+            for i in T.Parallel(block_M):
+                mean[i] = mean[i] / N
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] - mean[i]
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_M):
+                rstd[i] = T.rsqrt(rstd[i] / N + eps)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return layernorm_kernel
+
+
+@tilemlir.jit(out_idx=[4, 5])
+def add_layernorm(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def add_layernorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+                             B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype),
+                             eps: T.float32):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float32)
+            r = T.alloc_fragment((block_M, N), T.float32)
+            h = T.alloc_fragment((block_M, N), dtype)
+            sq = T.alloc_fragment((block_M, N), T.float32)
+            w = T.alloc_fragment((N,), T.float32)
+            b = T.alloc_fragment((N,), T.float32)
+            mean = T.alloc_fragment((block_M,), T.float32)
+            rstd = T.alloc_fragment((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(R[bx * block_M, 0], r)
+            T.copy(W, w)
+            T.copy(B, b)
+            for i, j in T.Parallel(block_M, N):
+                h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
+                x[i, j] = T.cast(h[i, j], T.float32)
+            T.copy(h, H[bx * block_M, 0])
+            T.reduce_sum(x, mean, dim=1)
+            for i in T.Parallel(block_M):
+                mean[i] = mean[i] / N
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] - mean[i]
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, rstd, dim=1)
+            for i in T.Parallel(block_M):
+                rstd[i] = T.rsqrt(rstd[i] / N + eps)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return add_layernorm_kernel

@@ -1,0 +1,69 @@
+"""Dynamic float8 e4m3 quantization of bfloat16 activations, DeepSeek-style.
+
+    quant_row_fp8(N)(X[M, N]) -> (Q[M, N] fp8, S[M] fp32)       per row: S = amax / 448
+    quant_block_fp8(N)(X[M, N]) -> (Q, S[M, ceil(N/128)])       per 1 x 128 block
+
+Q = fp8(x / S), rounded to nearest even; |x / S| <= 448 up to one rounding,
+which the cast maps onto 448, so Q matches PyTorch's `(x / s).to(fp8)` bit
+for bit. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
+0 there instead of NaN.
+"""
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.kernels.config import row_config
+
+FP8_MAX = 448.0
+MIN_AMAX = 1e-30
+GROUP = 128
+BLOCK_ROWS = 8
+
+
+@tilemlir.jit(out_idx=[1, 2])
+def quant_row_fp8(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    cfg = row_config(N, dtype)
+    block_M = cfg.block_M
+
+    @T.prim_func
+    def quant_row_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
+                         S: T.Tensor((M,), T.float32)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float32)
+            scale = T.alloc_fragment((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_absmax(x, scale, dim=1)
+            for i in T.Parallel(block_M):
+                scale[i] = T.max(scale[i], MIN_AMAX) / FP8_MAX
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] / scale[i]
+            T.copy(x, Q[bx * block_M, 0])
+            T.copy(scale, S[bx * block_M])
+
+    return quant_row_kernel
+
+
+@tilemlir.jit(out_idx=[1, 2])
+def quant_block_fp8(N, dtype="bfloat16"):
+    M = T.symbolic("M")
+    groups = T.ceildiv(N, GROUP)
+
+    @T.prim_func
+    def quant_block_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
+                           S: T.Tensor((M, groups), T.float32)):
+        with T.Kernel(T.ceildiv(M, BLOCK_ROWS), threads=128) as bx:
+            x = T.alloc_fragment((BLOCK_ROWS, GROUP), T.float32)
+            scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
+            scale_col = T.alloc_fragment((BLOCK_ROWS, 1), T.float32)
+            for g in T.serial(groups):
+                T.copy(X[bx * BLOCK_ROWS, g * GROUP], x)
+                T.reduce_absmax(x, scale, dim=1)
+                for i in T.Parallel(BLOCK_ROWS):
+                    scale[i] = T.max(scale[i], MIN_AMAX) / FP8_MAX
+                    scale_col[i, 0] = scale[i]
+                for i, j in T.Parallel(BLOCK_ROWS, GROUP):
+                    x[i, j] = x[i, j] / scale[i]
+                T.copy(x, Q[bx * BLOCK_ROWS, g * GROUP])
+                T.copy(scale_col, S[bx * BLOCK_ROWS, g])
+
+    return quant_block_kernel
