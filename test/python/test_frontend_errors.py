@@ -598,3 +598,13 @@ def test_a_factory_is_not_lowered_directly(tmp_path):
     with pytest.raises(CompileError) as info:
         tilemlir.lower(module.make)
     assert message(info.value).startswith("'make' is a kernel factory: call it with its compile-time arguments")
+
+
+def test_typed_assignment_does_not_truncate_floats(tmp_path):
+    err = frontend_error(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.int32)):
+            with T.Kernel(M, threads=128) as bx:
+                n: T.int32 = @@2.5
+    """)
+    assert message(err) == "the float 2.5 needs an explicit conversion to int32: write T.cast(2.5, T.int32)"

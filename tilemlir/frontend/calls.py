@@ -36,9 +36,6 @@ class CallArgs:
     defaults: dict[str, Any]
     rest: list[ast.expr] = field(default_factory=list)
 
-    def has(self, name: str) -> bool:
-        return name in self.nodes
-
     def node_of(self, name: str) -> ast.expr:
         return self.nodes.get(name, self.node)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
-from tilemlir.frontend.values import Buffer, Scalar, format_shape, is_runtime
+from tilemlir.frontend.values import Buffer, Scalar, is_runtime
 from tilemlir.language import DType, Symbolic
 from tilemlir.mlir import memref
 
@@ -342,6 +342,3 @@ class ExprMixin:
             return T.dtype(value)
         except ValueError as exc:
             raise KernelError(str(exc), node) from None
-
-    def shape_text(self, shape) -> str:
-        return format_shape(shape)

@@ -140,10 +140,10 @@ class StmtMixin:
             raise KernelError("only a plain name can be declared with a type", node.target)
         dtype = self.dtype_value(self.eval(node.annotation), node.annotation)
         value = self.materialize(self.eval(node.value))
-        if isinstance(value, (bool, int, float)):
-            typed = self.cast(value, dtype)
-        else:
-            with self.located(node.value):
+        with self.located(node.value):
+            if isinstance(value, (bool, int, float)):
+                typed = scalars.constant(value, dtype)
+            else:
                 typed = scalars.convert(self.operand(value, "a typed assignment"), dtype, explicit=False)
         self.bind(node.target.id, typed, node.target)
 
