@@ -1,0 +1,126 @@
+"""The kernel library (tilemlir.kernels) on the CPU backend, at tile level and thread level,
+against float64 numpy references on fresh random inputs."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilemlir
+from tilemlir.kernels import activation, elementwise, norm, quant, reduce, softmax
+
+BF16 = ml_dtypes.bfloat16
+FP8 = ml_dtypes.float8_e4m3fn
+LEVELS = ("tile", "thread")
+
+
+def rel_err(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+def cpu(factory, level, **kwargs):
+    return tilemlir.compile(factory.instantiate(**kwargs), target="cpu", level=level)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("N", [512, 576])
+def test_rmsnorm(level, N, rng):
+    x = rng.standard_normal((7, N)).astype(BF16)
+    w = (1 + 0.1 * rng.standard_normal(N)).astype(BF16)
+    y = cpu(norm.rmsnorm, level, N=N)(x, w, 1e-6)
+    xd = x.astype(np.float64)
+    want = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w.astype(np.float64)
+    assert rel_err(y, want) < 1e-2
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_add_layernorm(level, rng):
+    N = 512
+    x, r = (rng.standard_normal((5, N)).astype(BF16) for _ in range(2))
+    w = (1 + 0.1 * rng.standard_normal(N)).astype(BF16)
+    b = (0.1 * rng.standard_normal(N)).astype(BF16)
+    y, h = cpu(norm.add_layernorm, level, N=N)(x, r, w, b, 1e-5)
+    hd = (x.astype(np.float32) + r.astype(np.float32)).astype(BF16)
+    assert np.array_equal(h.view(np.uint16), hd.view(np.uint16))
+    hd = hd.astype(np.float64)
+    mean = hd.mean(1, keepdims=True)
+    want = (hd - mean) / np.sqrt(((hd - mean) ** 2).mean(1, keepdims=True) + 1e-5) * w.astype(np.float64) + b
+    assert rel_err(y, want) < 1e-2
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("N", [1024, 576])
+def test_softmax(level, N, rng):
+    x = (3 * rng.standard_normal((6, N))).astype(np.float16)
+    y = cpu(softmax.softmax, level, N=N, dtype="float16")(x)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(1, keepdims=True))
+    assert rel_err(y, e / e.sum(1, keepdims=True)) < 2e-3
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_row_reductions(level, rng):
+    x = rng.standard_normal((9, 1024)).astype(np.float32)
+    assert rel_err(cpu(reduce.row_sum, level, N=1024)(x), x.astype(np.float64).sum(1)) < 1e-5
+    assert np.array_equal(cpu(reduce.row_max, level, N=1024)(x), x.max(1))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_quant_row_fp8_bitwise(level, rng):
+    x = (rng.standard_normal((5, 512)) * rng.uniform(0.01, 100, (5, 1))).astype(BF16)
+    q, s = cpu(quant.quant_row_fp8, level, N=512)(x)
+    amax = np.abs(x.astype(np.float32)).max(1)
+    want_s = amax / np.float32(448.0)
+    want_q = (x.astype(np.float32) / want_s[:, None]).astype(FP8)
+    assert np.array_equal(s, want_s)
+    assert np.array_equal(q.view(np.uint8), want_q.view(np.uint8))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_quant_block_fp8_ragged(level, rng):
+    N = 320  # two full 128-blocks and a half block
+    x = (rng.standard_normal((11, N)) * 5).astype(BF16)
+    q, s = cpu(quant.quant_block_fp8, level, N=N)(x)
+    xf = x.astype(np.float32)
+    for g in range(3):
+        block = xf[:, g * 128:(g + 1) * 128]
+        want_s = np.abs(block).max(1) / np.float32(448.0)
+        assert np.array_equal(s[:, g], want_s)
+        want_q = (block / want_s[:, None]).astype(FP8)
+        assert np.array_equal(q[:, g * 128:(g + 1) * 128].view(np.uint8), want_q.view(np.uint8))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_silu_mul(level, rng):
+    N = 512
+    x = rng.standard_normal((4, 2 * N)).astype(BF16)
+    y = cpu(activation.silu_mul, level, N=N)(x)
+    g, u = x[:, :N].astype(np.float64), x[:, N:].astype(np.float64)
+    assert rel_err(y, g / (1 + np.exp(-g)) * u) < 1e-2
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_elementwise_add_mul_ragged(level, dtype, rng):
+    n = 3 * 8192 + 13
+    npdt = np.float32 if dtype == "float32" else BF16
+    a, b = (rng.standard_normal(n).astype(npdt) for _ in range(2))
+    add = cpu(elementwise.add, level, dtype=dtype)(a, b)
+    mul = cpu(elementwise.mul, level, dtype=dtype)(a, b)
+    af, bf = a.astype(np.float32), b.astype(np.float32)
+    assert np.array_equal(add.astype(np.float32), (af + bf).astype(npdt).astype(np.float32))
+    assert np.array_equal(mul.astype(np.float32), (af * bf).astype(npdt).astype(np.float32))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_cast_bf16_to_fp8_bitwise(level, rng):
+    x = (rng.standard_normal(5000) * 50).astype(BF16)
+    y = cpu(elementwise.cast, level, src="bfloat16", dst="float8_e4m3")(x)
+    assert np.array_equal(y.view(np.uint8), x.astype(np.float32).astype(FP8).view(np.uint8))
