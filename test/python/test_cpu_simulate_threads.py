@@ -549,3 +549,13 @@ def test_dynamic_block_size_is_rejected():
     text = TREE_SUM.replace("(%sx = %c128,", "(%sx = %G,")
     with pytest.raises(CompileError, match="block size x is not a constant"):
         compile_thread(text, NAME="tree_sum")
+
+
+def test_misaligned_vector_access_is_caught():
+    text = ROTATE.replace("%v = vector.load %X[%g]", "%g1 = arith.addi %g, %c1 : index\n"
+                          "    %v = vector.load %X[%g1]")
+    kernel = compile_thread(text)
+    x = np.random.default_rng().standard_normal(256).astype(np.float32)
+    with pytest.raises(SimulationError, match=r"misaligned vector access of global tensor 'X'.*element 1, "
+                                              r"4 bytes past a 16-byte boundary"):
+        kernel(x, np.full_like(x, np.nan))

@@ -19,10 +19,13 @@ optimizer folds it back.
 
 from __future__ import annotations
 
+import math
 import struct
 import threading
 
 import llvmlite.binding as llvm
+import ml_dtypes
+import numpy as np
 
 from tilemlir.errors import CompileError
 from tilemlir.mlir import MLIRError, PassManager, ir, llvm as llvm_dialect, translate_module_to_llvmir
@@ -104,7 +107,7 @@ def _opaque_float_constants(module: ir.Module) -> None:
         with op.location, ir.InsertionPoint(op):
             if isinstance(type_, ir.VectorType):
                 int_type = ir.VectorType.get(type_.shape, int_element)
-                values = [_float_bits(float(v), element) for v in ir.DenseFPElementsAttr(attr)]
+                values = _dense_float_bits(ir.DenseFPElementsAttr(attr), element, type_.shape)
                 bits_attr = ir.DenseElementsAttr.get(
                     [ir.IntegerAttr.get(int_element, _signed(v, element.width)) for v in values], type=int_type
                 )
@@ -115,6 +118,20 @@ def _opaque_float_constants(module: ir.Module) -> None:
             value = llvm_dialect.bitcast(type_, llvm_dialect.freeze(bits))
         op.results[0].replace_all_uses_with(value)
         op.erase()
+
+
+def _dense_float_bits(attr: ir.DenseFPElementsAttr, element: ir.FloatType, shape: list[int]) -> list[int]:
+    """The bits of every element (the bindings cannot iterate f16/bf16 elements: read the text,
+    whose decimals round-trip and whose hex forms are the bits)."""
+    count = math.prod(shape)
+    if attr.is_splat:
+        return [_float_bits(ir.FloatAttr(attr.get_splat_value()).value, element)] * count
+    text = str(attr)
+    body = text[len("dense<"):text.rindex(">")].replace("[", " ").replace("]", " ")
+    tokens = [t.strip() for t in body.split(",")]
+    if len(tokens) != count:
+        raise CompileError(f"CPU backend: cannot read the float constant {text}")
+    return [int(t, 16) if t.startswith("0x") else _float_bits(float(t), element) for t in tokens]
 
 
 def _float_element(type_: ir.Type) -> ir.FloatType | None:
@@ -128,11 +145,10 @@ def _float_bits(value: float, type_: ir.FloatType) -> int:
         return struct.unpack("<Q", struct.pack("<d", value))[0]
     if name == "f16":
         return struct.unpack("<H", struct.pack("<e", value))[0]
-    f32_bits = struct.unpack("<I", struct.pack("<f", value))[0]
     if name == "bf16":
-        return f32_bits >> 16  # bf16 constants are exact in f32, so truncating the bits is exact
+        return int(np.array(value, np.float64).astype(ml_dtypes.bfloat16).view(np.uint16))
     if name == "f32":
-        return f32_bits
+        return struct.unpack("<I", struct.pack("<f", value))[0]
     raise CompileError(f"CPU backend: float constant of type {name} has no LLVM form")
 
 

@@ -17,9 +17,10 @@ import ml_dtypes
 import numpy as np
 
 from tilemlir.backends.cpu.native import NativeFunction
-from tilemlir.backends.cpu.signature import entry_function, signature_from_ir
+from tilemlir.backends.cpu.signature import entry_function, signature_from_info, signature_from_ir
 from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.errors import CompileError, TilemlirError
+from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
 from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
 from tilemlir.passes.cpu_simulate_threads import DEFAULT_OPTIONS, SimulateOptions
@@ -41,16 +42,16 @@ class SimulationError(TilemlirError):
     memory, an out-of-range access): the GPU lowering that produced it is wrong."""
 
 
-def build(module: ir.Module, signature_info: KernelSignature | None = None, level: str = "tile",
+def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None = None, level: str = "tile",
           *, out_idx: tuple[int, ...] = (), simulate: SimulateOptions = DEFAULT_OPTIONS) -> "CpuKernel":
     """Compile `module` for the CPU. `level="tile"`: tile-level IR (run through
     `lower-tile-to-loops`); `level="thread"`: thread-level IR (through `simulate-threads`
-    with the options `simulate`). `signature_info`: the kernel's runtime signature; None
-    derives it from the IR's `tile.*` attributes, with `out_idx` naming the outputs.
-    The module is not modified."""
+    with the options `simulate`). `signature_info`: the runtime's `KernelSignature`, or
+    the frontend's `KernelInfo`, or None to derive it from the IR's `tile.*` attributes
+    with `out_idx` naming the outputs. The module is not modified."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    signature = signature_info if signature_info is not None else signature_from_ir(module, out_idx)
+    signature = _signature(module, signature_info, out_idx)
     with module.context:
         work = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         name = entry_function(work).sym_name.value
@@ -58,6 +59,16 @@ def build(module: ir.Module, signature_info: KernelSignature | None = None, leve
         sites = _simulation_sites(work)
         _drop_tile_attributes(work)
     return CpuKernel(signature, NativeFunction(work, name), level, sites)
+
+
+def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSignature:
+    if isinstance(info, KernelSignature):
+        return info
+    if isinstance(info, KernelInfo):
+        return signature_from_info(info)
+    if info is None:
+        return signature_from_ir(module, out_idx)
+    raise TypeError(f"signature_info must be a KernelSignature, a KernelInfo or None, got {type(info).__name__}")
 
 
 def _lower(module: ir.Module, level: str, simulate: SimulateOptions) -> None:

@@ -1,9 +1,11 @@
-"""The runtime `KernelSignature` of a kernel function, read from its tile-level attributes.
+"""The runtime `KernelSignature` of a kernel, for CPU runs that have none from the CUDA emitter.
 
-For CPU runs that have no signature from the CUDA emitter: parameters come
-from `tile.arg_names` / `tile.arg_dims` / the argument types, symbols from
-`tile.symbols`, assumptions from the `tile.assume` ops. The GPU-only fields
-get neutral values (grid 1x1x1, block from `threads`).
+`signature_from_info` converts the frontend's `KernelInfo`;
+`signature_from_ir` reads a kernel function's tile-level attributes
+(parameters from `tile.arg_names` / `tile.arg_dims` / the argument types,
+symbols from `tile.symbols`, assumptions from the `tile.assume` ops). The
+GPU-only fields get neutral values (grid 1x1x1, block from `threads`): the
+CPU backend uses the signature for its argument checks and outputs only.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tilemlir.errors import CompileError
+from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import func, ir
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -63,6 +66,22 @@ def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelS
         cuda_params=tuple(names) + tuple(symbols),
         assumes=tuple(_assumes(function)),
         out_idx=tuple(out_idx),
+    )
+
+
+def signature_from_info(info: KernelInfo) -> KernelSignature:
+    params = tuple(TensorParam(p.name, p.dtype, tuple(p.shape)) if p.is_tensor else ScalarParam(p.name, p.dtype)
+                   for p in info.params)
+    symbols = tuple(s.name for s in info.symbols)
+    return KernelSignature(
+        name=info.name,
+        params=params,
+        symbols=symbols,
+        grid=("1", "1", "1"),
+        block=(info.threads, 1, 1),
+        cuda_params=tuple(p.name for p in info.params) + symbols,
+        assumes=tuple(info.assumes),
+        out_idx=tuple(info.out_idx),
     )
 
 

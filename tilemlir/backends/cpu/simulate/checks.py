@@ -1,5 +1,8 @@
 """Run-time checks of the simulated threads: out-of-range accesses and shared-memory races.
 
+Vector accesses that carry an `alignment` must be that aligned (from a base
+aligned that much, which the runtime checks for global tensors).
+
 Every error found at run time is counted in the kernel's status array (an
 extra `memref<8xi64>` argument the simulator appends), and the first one is
 described there: [count, site, thread, other, block, index, 0, 0]. A site
@@ -102,8 +105,9 @@ class Checker:
 
     # -- recording -------------------------------------------------------------------------
     def site(self, template: str) -> int:
-        self.sites.append(template)
-        return len(self.sites) - 1
+        if template not in self.sites:
+            self.sites.append(template)
+        return self.sites.index(template)
 
     def record(self, site: int, thread: ir.Value, other: ir.Value, index: ir.Value) -> None:
         count = memref.load(self.status, [b.index(0)])
@@ -129,6 +133,27 @@ class Checker:
             self._guard_load(op, buffer, inside, dim, bad_index, tid, checked, width)
         else:
             self._guard_store(op, buffer, inside, dim, bad_index, tid, checked, width)
+        if "alignment" in op.attributes:
+            if buffer.kind != "local":
+                with op.location, ir.InsertionPoint(op):
+                    self._check_alignment(op, buffer, indices, tid)
+            # Checked above against the GPU's rule; on the host the access must not fault on
+            # a misaligned address (LLVM would emit aligned vector instructions).
+            del op.attributes["alignment"]
+
+    def _check_alignment(self, op: ir.Operation, buffer: Buffer, indices: list[ir.Value], tid: ir.Value) -> None:
+        """A vector access must be `alignment`-aligned, counted from a base aligned that much
+        (the runtime checks the base; the vectorizer must prove the offset)."""
+        alignment = ir.IntegerAttr(op.attributes["alignment"]).value
+        element_bytes = max(1, b.bitwidth(buffer.value.type.element_type) // 8)
+        offset = _linear_dynamic(buffer.value, indices)
+        misplaced = arith.remui(arith.muli(offset, b.index(element_bytes)), b.index(alignment))
+        with b.if_then(arith.cmpi(b.CMPI.ne, misplaced, b.index(0))):
+            loc = diag.source_location(op) or op.location
+            kind = "global tensor" if buffer.kind == "global" else f"{buffer.kind} buffer"
+            template = (f"misaligned vector access of {kind} '{buffer.name}' at {loc}: thread {{thread}} of block "
+                        f"{{block}} accessed element {{index}}, {{other}} bytes past a {alignment}-byte boundary")
+            self.record(self.site(template), tid, misplaced, offset)
 
     def _where(self, op: ir.Operation, buffer: Buffer, access: str) -> str:
         loc = diag.source_location(op) or op.location
@@ -249,6 +274,15 @@ def _linear(ref: ir.Value, indices: list[ir.Value], lane: int) -> ir.Value:
     for d in range(len(shape) - 1, -1, -1):
         linear = arith.addi(linear, arith.muli(indices[d], b.index(stride)))
         stride *= shape[d]
+    return linear
+
+
+def _linear_dynamic(ref: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    """Row-major element offset of `indices` in `ref` (dims read at run time where dynamic)."""
+    linear, stride = b.index(0), b.index(1)
+    for d in range(len(indices) - 1, -1, -1):
+        linear = arith.addi(linear, arith.muli(indices[d], stride))
+        stride = arith.muli(stride, b.memref_dim(ref, d))
     return linear
 
 
