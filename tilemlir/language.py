@@ -16,6 +16,7 @@ what it does inside a kernel.
 from __future__ import annotations
 
 import inspect
+import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -144,22 +145,28 @@ class Tensor:
     dtype: DType
 
     def __init__(self, shape, dtype_: Any):
-        if isinstance(shape, (int, Symbolic)):
+        if isinstance(shape, (numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
             raise ValueError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
-        for dim in shape:
-            if isinstance(dim, _PyBool) or not isinstance(dim, (int, Symbolic)):
-                raise ValueError(
-                    f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}"
-                )
+        dims = tuple(_dim(d) for d in shape)
+        for dim in dims:
             if isinstance(dim, int) and dim <= 0:
                 raise ValueError(f"T.Tensor dims must be positive, got {dim}")
-        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dtype(dtype_))
 
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape!r}, {self.dtype!r})"
+
+
+def _dim(dim):
+    """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
+    if isinstance(dim, Symbolic):
+        return dim
+    if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
+        return int(dim)
+    raise ValueError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
 
 
 Buffer = Tensor

@@ -516,3 +516,23 @@ def test_printed_ir_reparses_in_tile_opt(tmp_path):
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == ir.Module.parse(text, make_context()).operation.get_asm(
             enable_debug_info=debuginfo).strip()
+
+
+def test_numpy_scalars_are_python_numbers(tmp_path):
+    module, _ = build(tmp_path, """
+        import numpy as np
+
+        WIDTH = np.int64(64)
+        SCALE = np.float32(0.5)
+
+        @tilemlir.jit
+        def k(X: T.Tensor((M, WIDTH), T.float32)):
+            with T.Kernel(M, threads=32) as bx:
+                x = T.alloc_fragment((WIDTH,), T.float32)
+                T.copy(X[bx, 0], x)
+                for j in T.Parallel(WIDTH):
+                    x[j] = x[j] * SCALE
+    """)
+    assert str(ops(module, "tile.alloc_fragment")[0].result.type) == 'memref<64xf32, "fragment">'
+    assert [str(op.attributes["value"]) for op in ops(module, "arith.constant") if "f32" in str(op.result.type)] == [
+        "5.000000e-01 : f32"]

@@ -113,8 +113,14 @@ def test_every_operation_has_its_marker_name():
         assert getattr(T, name).__tilemlir_intrinsic__ == name
 
 
-def test_importing_the_language_does_not_load_mlir():
-    code = "import sys, tilemlir, tilemlir.language; print(any(m.startswith('torch_mlir') for m in sys.modules))"
+def test_importing_the_language_and_decorating_does_not_load_mlir():
+    code = (
+        "import sys, tilemlir, tilemlir.language as T\n"
+        "@tilemlir.jit\n"
+        "def k(x: T.float32):\n"
+        "    pass\n"
+        "print(any(m.startswith('torch_mlir') for m in sys.modules))"
+    )
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

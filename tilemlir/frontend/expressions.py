@@ -9,6 +9,7 @@ arithmetic (they are read with `memref.dim`).
 from __future__ import annotations
 
 import ast
+import numbers
 import operator
 from typing import Any
 
@@ -62,6 +63,13 @@ _UNSUPPORTED_EXPRESSIONS = {
 }
 
 
+def plain_number(value: Any) -> Any:
+    """A numpy scalar (np.float32(0.5), np.int64(4)) as the Python number it holds; anything else unchanged."""
+    if isinstance(value, numbers.Number) and not isinstance(value, (bool, int, float)) and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
 def is_dynamic(value: Any) -> bool:
     """Whether `value` must be computed at run time (a Scalar, a Buffer, or a symbolic dim)."""
     return is_runtime(value) or isinstance(value, Symbolic)
@@ -77,7 +85,7 @@ class ExprMixin:
                 raise KernelError(
                     _UNSUPPORTED_EXPRESSIONS.get(type(node).__name__, f"{type(node).__name__} expressions are not supported in kernel code")
                 )
-            return handler(node)
+            return plain_number(handler(node))
 
     def materialize(self, value: Any) -> Any:
         """A symbolic dim as its run-time index value; anything else unchanged."""
