@@ -419,7 +419,7 @@ class _Solver:
     def _fix_annotated(self) -> None:
         for node, layout in self.kernel.annotated:
             comp_layout = layout.permuted(_inverse(node.perm))
-            self._fix(node.comp, comp_layout, ("it is annotated with T.annotate_layout", node.op), node)
+            self._fix(node.comp, comp_layout, (f"{node.label} is annotated with T.annotate_layout", node.op), node)
 
     def _fix_serial(self) -> None:
         for node, op in self.kernel.serial:
@@ -477,7 +477,7 @@ class _Solver:
             f"layout conflict for {label}: the threads that run this use do not hold the elements it "
             f"needs under the layout {label} already has; {RESOLUTION}",
             [diag.note(here[1], f"this use: {here[0]}"),
-             diag.note(before[1], f"the layout of {label} comes from here: {before[0]}")],
+             diag.note(before[1], f"the layout it conflicts with comes from here: {before[0]}")],
         )
 
 
