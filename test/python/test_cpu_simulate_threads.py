@@ -11,7 +11,7 @@ import pytest
 
 from tilemlir.backends.cpu import SimulateOptions, SimulationError, build
 from tilemlir.errors import CompileError
-from tilemlir.mlir import ir, make_context
+from tilemlir.mlir import arith, ir, make_context
 
 NO_RACE_CHECKS = SimulateOptions(check_races=False)
 
@@ -559,3 +559,91 @@ def test_misaligned_vector_access_is_caught():
     with pytest.raises(SimulationError, match=r"misaligned vector access of global tensor 'X'.*element 1, "
                                               r"4 bytes past a 16-byte boundary"):
         kernel(x, np.full_like(x, np.nan))
+
+
+# ---------------------------------------------------------------------------------------------
+# The real pipeline with a bug planted between its passes: the simulation must disagree.
+def _example_frontend(name: str, **params):
+    import importlib
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    if str(examples) not in sys.path:
+        sys.path.insert(0, str(examples))
+    module = importlib.import_module(name)
+    factory = next(v for v in vars(module).values() if hasattr(v, "instantiate"))
+    return module, factory.instantiate(**params).frontend()
+
+
+def _run_example(module, frontend, ir_module, rows, options=SimulateOptions()):
+    kernel = build(ir_module, frontend.info, "thread", simulate=options)
+    inputs = module.make_inputs(np.random.default_rng(), rows=rows, n=frontend.info.params[0].shape[1])
+    got = kernel(*inputs)
+    got = got[0] if isinstance(got, tuple) else got
+    return rel_err(got, module.reference(*inputs)[0])
+
+
+def _ops(root, name):
+    found = []
+    root.walk(lambda op: (found.append(op) if op.name == name else None) or ir.WalkResult.ADVANCE)
+    return found
+
+
+def test_dropped_barrier_after_partition_threads_is_caught():
+    from tilemlir.passes.runner import run_pipeline
+
+    module, frontend = _example_frontend("softmax", N=2048, block_M=2, block_N=1024)
+    right, broken = frontend.module(), frontend.module()
+    for ir_module in (right, broken):
+        with ir_module.context:
+            run_pipeline(ir_module, "infer-layouts,lower-tile-ops,partition-threads")
+    barriers = _ops(broken.operation, "gpu.barrier")
+    assert barriers, "softmax's cross-warp reductions exchange through shared memory behind barriers"
+    barriers[0].erase()
+    assert _run_example(module, frontend, right, rows=6) < 2e-3
+    with pytest.raises(SimulationError, match="data race on shared buffer"):
+        _run_example(module, frontend, broken, rows=6)
+
+
+def _misplace_fragment_loads(ir_module, flip: int) -> int:
+    """A layout bug planted after partition-threads: the index math of every read of the first
+    tensor uses thread id `t ^ flip` (the copy into the fragment follows another thread map than
+    the code using it). Returns how many thread ids it redirected."""
+    function = next(op for op in ir_module.body.operations if op.operation.name == "func.func")
+    tensor = function.regions[0].blocks[0].arguments[0]
+    loads = [op for op in _ops(function.operation, "memref.load") + _ops(function.operation, "vector.load")
+             if op.operands[0] == tensor]
+    index_math, work = set(), [v.owner for load in loads for v in list(load.operands)[1:]]
+    while work:
+        owner = work.pop()
+        if not isinstance(owner, ir.OpView) or owner.operation in index_math:
+            continue
+        index_math.add(owner.operation)
+        work.extend(v.owner for v in owner.operation.operands)
+    redirected = 0
+    for tid in [op for op in index_math if op.name == "gpu.thread_id"]:
+        with tid.location, ir.InsertionPoint.after(tid):
+            flipped = arith.xori(tid.results[0], arith.constant(ir.IndexType.get(), flip))
+        for user in [u for u in index_math if u != tid and tid.results[0] in list(u.operands)]:
+            user.replace_uses_of_with(tid.results[0], flipped)
+            redirected += 1
+    return redirected
+
+
+def test_fragment_loaded_with_another_layout_gives_wrong_numbers():
+    """rmsnorm's 4x1024 fragment: a row per 32 threads. If the copy into it follows a thread map
+    with rows swapped pairwise (thread t reads what thread t ^ 32 should), the run disagrees."""
+    from tilemlir.passes.runner import run_pipeline
+
+    module, frontend = _example_frontend("rmsnorm", N=1024, block_M=4, threads=128)
+    results = []
+    for plant_bug in (False, True):
+        ir_module = frontend.module()
+        with ir_module.context:
+            run_pipeline(ir_module, "infer-layouts,lower-tile-ops,partition-threads,insert-guards")
+            if plant_bug:
+                assert _misplace_fragment_loads(ir_module, 32) > 0
+        results.append(_run_example(module, frontend, ir_module, rows=8))
+    assert results[0] < 1e-2
+    assert not results[1] < 1e-2
