@@ -16,7 +16,7 @@ from tilemlir.kernels.config import row_config
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
 GROUP = 128
-BLOCK_ROWS = 8
+BLOCK_ROWS = 16
 
 
 @tilemlir.jit(out_idx=[1, 2])

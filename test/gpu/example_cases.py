@@ -1,0 +1,77 @@
+"""The example kernels the GPU tests run, and how to get each one compiled.
+
+On a machine with the compiler (torch-mlir installed) a case compiles from
+examples/; the offline GPU machine has no MLIR, so `build_artifacts.py`
+exports every case here first into test/gpu/artifacts/<case>/ and the tests
+load them with `tilemlir.runtime.load`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+@dataclass(frozen=True)
+class ExampleCase:
+    """Example `module`'s factory `factory` at `params`, run at `rows` x `n` (n: the inputs' width)."""
+
+    name: str
+    module: str
+    factory: str
+    params: dict = field(default_factory=dict)
+    n: int = 4096
+    rows: tuple = (16384, 37, 1)
+    tolerance: float = 1e-2
+    input_kwargs: dict = field(default_factory=dict)
+
+
+CASES = (
+    ExampleCase("add_f16", "elementwise_add", "elementwise_add", {}, n=0, rows=(2**24 + 7, 100_003, 5),
+                tolerance=1e-3),
+    ExampleCase("softmax_4096", "softmax", "softmax", {"N": 4096}, tolerance=2e-3),
+    ExampleCase("softmax_1000", "softmax", "softmax", {"N": 1000, "block_N": 1000}, n=1000, rows=(1000, 1),
+                tolerance=2e-3),
+    ExampleCase("rmsnorm_4096", "rmsnorm", "rmsnorm", {"N": 4096}),
+    ExampleCase("rmsnorm_1000", "rmsnorm", "rmsnorm", {"N": 1000}, n=1000, rows=(1000, 1)),
+    ExampleCase("layernorm_4096", "layernorm", "layernorm", {"N": 4096}),
+    ExampleCase("layernorm_1000", "layernorm", "layernorm", {"N": 1000}, n=1000, rows=(1000, 1)),
+    ExampleCase("row_reduce_8192", "row_reduce", "row_reduce", {"N": 8192}, n=8192, rows=(16384, 29, 1),
+                tolerance=1e-5),
+    ExampleCase("row_reduce_1000", "row_reduce", "row_reduce", {"N": 1000, "block_N": 1000}, n=1000,
+                rows=(1000, 3), tolerance=1e-5),
+    ExampleCase("quant_fp8_4096", "quant_fp8", "quant_fp8", {"N": 4096}, tolerance=4e-2),
+    ExampleCase("quant_fp8_1000", "quant_fp8", "quant_fp8", {"N": 1000}, n=1000, rows=(1000, 1), tolerance=4e-2),
+    ExampleCase("silu_and_mul_11008", "silu_and_mul", "silu_and_mul", {}, n=0, rows=(4096, 13, 1)),
+)
+CASES_BY_NAME = {case.name: case for case in CASES}
+
+
+def example_module(name: str):
+    """The examples/<name>.py module (examples/ goes on sys.path: the examples import their harness)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    return importlib.import_module(name)
+
+
+def compiler_available() -> bool:
+    return importlib.util.find_spec("torch_mlir") is not None
+
+
+def kernel_for(case: ExampleCase):
+    """The compiled CUDA kernel of `case`: built here when the compiler is installed, else its artifact."""
+    if compiler_available():
+        import tilemlir
+
+        factory = getattr(example_module(case.module), case.factory)
+        return tilemlir.compile(factory.instantiate(**case.params), target="cuda")
+    from tilemlir.runtime import load
+
+    return load(ARTIFACTS / case.name)
