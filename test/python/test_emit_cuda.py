@@ -7,6 +7,7 @@ Numerical checks of emitted kernels on a GPU are in test_emit_cuda_gpu.py.
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import struct
@@ -23,6 +24,7 @@ from tilemlir.mlir import ir, make_context
 from tilemlir.runtime.expr import Expr
 
 LIT_DIR = Path(__file__).resolve().parents[1] / "lit" / "emit_cuda"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 ROWS = 64  # the static column count of the helper kernels
 
 
@@ -141,6 +143,37 @@ def test_softmax_compiles_with_nan_propagating_max():
     assert "max.NaN.f32" in ptx
     assert "ex2.approx" in ptx  # expf's own accurate implementation uses ex2 internally
     assert ".local" not in ptx
+
+
+# -- the examples, through the whole pipeline -----------------------------------------------------------
+
+EXAMPLES = ["elementwise_add", "softmax", "rmsnorm", "layernorm", "row_reduce", "quant_fp8", "silu_and_mul"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_emit_cuda_that_compiles_to_vector_accesses(name, monkeypatch):
+    from tilemlir import driver
+
+    monkeypatch.syspath_prepend(str(EXAMPLES_DIR))
+    module = importlib.import_module(name)
+    jit = next(getattr(module, a) for a in dir(module) if hasattr(getattr(module, a), "instantiate"))
+    frontend = jit.instantiate().frontend()
+    ir_module = frontend.module()
+    with ir_module.context:
+        driver.run_stages(ir_module, "final")
+        emitted = emit(ir_module)
+    source = emitted.source
+    assert source.count(f"// {name}.py:") >= 5  # statements carry their Python lines
+    start = source.index('extern "C"')
+    header = source[start:source.index(") {", start)]
+    for param in emitted.signature.params:  # C parameters are the Python parameter names
+        assert f" {param.name}," in header or f" {param.name}\n" in header or header.endswith(f" {param.name}")
+    ptx = compiles(emitted)
+    assert "ld.global.nc.v4" in ptx  # 16-byte loads
+    assert ".local" not in ptx  # register arrays stay in registers
+    for fast in ("__expf", "__logf", "__fdividef", "rsqrtf", "__powf"):  # IEEE by default
+        assert fast not in body_of(source)
+    assert "div.full" not in ptx and "div.approx" not in ptx and "rsqrt.approx" not in ptx
 
 
 # -- conversions, floats, integers: emitted, then compiled -------------------------------------------

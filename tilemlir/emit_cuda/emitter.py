@@ -27,6 +27,7 @@ from tilemlir.mlir import ir
 from tilemlir.passes.diag import error, source_location
 
 MAX_FULL_UNROLL = 256
+MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
@@ -52,6 +53,7 @@ class KernelEmitter:
         self._depth = 1
         self._last_line: tuple[str, int] | None = None
         self._ids: dict[tuple[str, str], CExpr] = {}
+        self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
         for op in irutil.walk(kernel.launch):
             if op.name == "tile.gemm":
@@ -80,13 +82,28 @@ class KernelEmitter:
         params += [f"{self.types.index} {self.c_names[s]}" for s in self.kernel.symbols]
         head = f'extern "C" __global__ void __launch_bounds__({self.kernel.threads}) {self.kernel.name}('
         one_line = head + ", ".join(params) + ") {"
-        if len(one_line) <= 110:
+        if len(one_line) <= MAX_LINE:
             return one_line
         return head + "\n" + ",\n".join(f"    {p}" for p in params) + ") {"
 
     # -- output -----------------------------------------------------------------------------------
     def line(self, text: str) -> None:
         self.lines.append("  " * self._depth + text)
+
+    def wrapped(self, head: str, items: list[str], tail: str) -> None:
+        """`head item, item, ... tail` as one line, or filled over several aligned under the first item."""
+        indent = "  " * self._depth
+        if len(indent + head) + sum(len(i) + 2 for i in items) + len(tail) <= MAX_LINE:
+            self.line(head + ", ".join(items) + tail)
+            return
+        rows, row = [], []
+        for item in items:
+            if row and len(indent + head) + sum(len(i) + 2 for i in row) + len(item) > MAX_LINE:
+                rows.append(", ".join(row))
+                row = []
+            row.append(item)
+        rows.append(", ".join(row))
+        self.line(head + (",\n" + indent + " " * len(head)).join(rows) + tail)
 
     def comment(self, op: ir.Operation) -> None:
         loc = source_location(op.location)
@@ -219,13 +236,24 @@ class KernelEmitter:
         return C.call(fn, *args)
 
     # -- statements --------------------------------------------------------------------------------
-    def block(self, block: ir.Block, targets: list[tuple[str, str]] | None = None) -> None:
-        """Emit a block; its `scf.yield` assigns `targets` (C name, C type)."""
+    def block(self, block: ir.Block, targets: list[tuple[str, str]] | None = None, branch: bool = False) -> None:
+        """Emit a block; its `scf.yield` assigns `targets` (C name, C type). In an `if` branch (`branch`),
+        a value made only to be yielded is computed straight into its target."""
+        self._branch_targets.append((block, targets or []) if branch else None)
         for op in irutil.block_ops(block):
             if op.name == "scf.yield":
                 self._assign(targets or [], list(op.operands))
             else:
                 self.statement(op)
+        self._branch_targets.pop()
+
+    def result_variable(self, value: ir.Value, op: ir.Operation) -> tuple[str, bool]:
+        """(C variable for a named value, whether it needs a declaration)."""
+        current = self._branch_targets[-1] if self._branch_targets else None
+        uses = irutil.users(value)
+        if current is not None and len(uses) == 1 and uses[0][0].name == "scf.yield" and uses[0][0].block == current[0]:
+            return current[1][uses[0][1]][0], False
+        return self.names.fresh(self.base_name(value, op)), True
 
     def statement(self, op: ir.Operation) -> None:
         name = op.name
@@ -248,8 +276,8 @@ class KernelEmitter:
         value = op.results[0]
         ctype = self.c_type(value.type, op)
         expr = self.op_expr(op)
-        name = self.names.fresh(self.base_name(value, op))
-        self.line(f"{ctype} {name} = {expr.text};")
+        name, declare = self.result_variable(value, op)
+        self.line(f"{ctype} {name} = {expr.text};" if declare else f"{name} = {expr.text};")
         self.exprs[value] = C.atom(name)
 
     def _alloc(self, op: ir.Operation) -> None:
@@ -316,18 +344,18 @@ class KernelEmitter:
         condition = self.value(op.operands[0])
         targets = self._declare_results(op, [], [])
         self.line(f"if ({condition.text}) {{")
-        self._nested(irutil.single_block(op, 0), targets)
+        self._nested(irutil.single_block(op, 0), targets, branch=True)
         has_else = len(op.regions[1].blocks) > 0 and (len(irutil.block_ops(irutil.single_block(op, 1))) > 1
                                                        or len(op.results) > 0)
         if has_else:
             self.line("} else {")
-            self._nested(irutil.single_block(op, 1), targets)
+            self._nested(irutil.single_block(op, 1), targets, branch=True)
         self.line("}")
 
-    def _nested(self, block: ir.Block, targets: list[tuple[str, str]]) -> None:
+    def _nested(self, block: ir.Block, targets: list[tuple[str, str]], branch: bool = False) -> None:
         self._depth += 1
         self.names.push()
-        self.block(block, targets)
+        self.block(block, targets, branch)
         self.names.pop()
         self._depth -= 1
 
@@ -374,9 +402,10 @@ class KernelEmitter:
         if isinstance(value.type, ir.IndexType):
             return self.index_base(value) or "idx"
         if op.name in ("memref.load", "vector.load"):
-            memref = op.operands[0]
-            source = self.memory.tensors.get(memref) or self.memory.buffers.get(memref)
-            return (source.name.lower() + "v") if source else "v"
+            return self._memory_base(op.operands[0])
+        uses = irutil.users(value)
+        if is_vector(value) and len(uses) == 1 and uses[0][0].name == "vector.store":
+            return self._memory_base(uses[0][0].operands[1])  # a vector made to be stored: after where it goes
         if op.name == "gpu.shuffle":
             return "peer"
         if op.name == "scf.for":
@@ -384,6 +413,10 @@ class KernelEmitter:
         if is_bool(value.type):
             return "pred"
         return "t"
+
+    def _memory_base(self, memref: ir.Value) -> str:
+        memory = self.memory.tensors.get(memref) or self.memory.buffers.get(memref)
+        return memory.name.lower() + "v" if memory else "v"
 
     def index_base(self, value: ir.Value) -> str | None:
         """'row' / 'col' for an index that directly addresses a 2-D-or-more global tensor."""

@@ -158,9 +158,10 @@ def _written_memrefs(func: ir.Operation) -> set:
 
 
 def _layout_comment(op: ir.Operation) -> str:
-    if "layout" not in op.attributes:
+    key = next((k for k in ("tile.layout", "layout") if k in op.attributes), None)
+    if key is None:
         return ""
-    attr = op.attributes["layout"]
+    attr = op.attributes[key]
     try:
         from tilemlir.dialects.tile import Layout, layout_parts
 

@@ -26,7 +26,7 @@ INCLUDES = (
     "#include <math_constants.h>",
 )
 
-_MAXMIN = """\
+_MAXMIN_F32 = """\
 __device__ __forceinline__ float tl_maximum(float a, float b) {
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
@@ -36,7 +36,9 @@ __device__ __forceinline__ float tl_minimum(float a, float b) {
   float r;
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
-}
+}"""
+
+_MAXMIN_F64 = """\
 __device__ __forceinline__ double tl_maximum(double a, double b) {
   if (a != a || b != b) return a + b;
   if (a == b) return __longlong_as_double(__double_as_longlong(a) & __double_as_longlong(b));
@@ -46,11 +48,11 @@ __device__ __forceinline__ double tl_minimum(double a, double b) {
   if (a != a || b != b) return a + b;
   if (a == b) return __longlong_as_double(__double_as_longlong(a) | __double_as_longlong(b));
   return a < b ? a : b;
-}
-__device__ __forceinline__ half tl_maximum(half a, half b) { return __hmax_nan(a, b); }
-__device__ __forceinline__ half tl_minimum(half a, half b) { return __hmin_nan(a, b); }
-__device__ __forceinline__ __nv_bfloat16 tl_maximum(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmax_nan(a, b); }
-__device__ __forceinline__ __nv_bfloat16 tl_minimum(__nv_bfloat16 a, __nv_bfloat16 b) { return __hmin_nan(a, b); }"""
+}"""
+
+_MAXMIN_16 = """\
+__device__ __forceinline__ {t} tl_maximum({t} a, {t} b) {{ return __hmax_nan(a, b); }}
+__device__ __forceinline__ {t} tl_minimum({t} a, {t} b) {{ return __hmin_nan(a, b); }}"""
 
 _E4M3 = """\
 __device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(float x) {
@@ -58,7 +60,9 @@ __device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(float x) {
   r.__x = fabsf(x) <= 464.0f ? __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3)
                              : (__nv_fp8_storage_t)(((__float_as_uint(x) >> 24) & 0x80u) | 0x7Fu);
   return r;
-}
+}"""
+
+_E4M3_F64 = """\
 __device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(double x) {
   __nv_fp8_e4m3 r;
   r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E4M3);
@@ -72,7 +76,9 @@ __device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(float x) {
   r.__x = a < 61440.0f ? __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2)
                        : (__nv_fp8_storage_t)(((__float_as_uint(x) >> 24) & 0x80u) | (a != a ? 0x7Fu : 0x7Cu));
   return r;
-}
+}"""
+
+_E5M2_F64 = """\
 __device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(double x) {
   __nv_fp8_e5m2 r;
   r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);
@@ -93,7 +99,11 @@ template <typename T> __device__ __forceinline__ T tl_floormod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }"""
 
-HELPERS = {"maxmin": _MAXMIN, "e4m3": _E4M3, "e5m2": _E5M2, "division": _DIVISION}
+HELPERS = {
+    "maxmin_f32": _MAXMIN_F32, "maxmin_f64": _MAXMIN_F64, "maxmin_f16": _MAXMIN_16.format(t="half"),
+    "maxmin_bf16": _MAXMIN_16.format(t="__nv_bfloat16"), "e4m3": _E4M3, "e4m3_f64": _E4M3_F64,
+    "e5m2": _E5M2, "e5m2_f64": _E5M2_F64, "division": _DIVISION,
+}
 
 
 class Prelude:

@@ -160,18 +160,16 @@ class ScalarOps:
             return C.call("float", e)
         return e
 
-    def from_float(self, e: CExpr, kind: str) -> CExpr:
-        """A float rounded to nearest even into `kind`."""
+    def from_float(self, e: CExpr, kind: str, source: str = "f32") -> CExpr:
+        """A float (or, with source "f64", a double) rounded to nearest even into `kind`."""
         if kind == "f16":
             return C.call("__float2half_rn", e)
         if kind == "bf16":
             return C.call("__float2bfloat16_rn", e)
-        if kind == "f8E4M3FN":
-            self._prelude.helper("e4m3")
-            return C.call("tl_to_e4m3", e)
-        if kind == "f8E5M2":
-            self._prelude.helper("e5m2")
-            return C.call("tl_to_e5m2", e)
+        if kind in ("f8E4M3FN", "f8E5M2"):
+            short = "e4m3" if kind == "f8E4M3FN" else "e5m2"
+            self._prelude.helper(short if source == "f32" else f"{short}_f64")
+            return C.call(f"tl_to_{short}", e)
         if kind == "f64":
             return C.cast("double", e)
         return e
@@ -189,7 +187,7 @@ class ScalarOps:
                 return C.call("__fdividef", a, b)
             return C.binary(_FLOAT_OPS[name], a, b)
         if name in ("arith.maximumf", "arith.minimumf"):
-            self._prelude.helper("maxmin")
+            self._prelude.helper(f"maxmin_{kind}")
             return C.call("tl_maximum" if name == "arith.maximumf" else "tl_minimum", a, b)
         if name in ("arith.maxnumf", "arith.minnumf"):
             fn = {"f32": "fmaxf", "f64": "fmax", "f16": "__hmax", "bf16": "__hmax"}[kind]
@@ -408,7 +406,7 @@ def _truncf(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
         direct = {"f32": "float", "f16": "__double2half", "bf16": "__double2bfloat16"}
         if d in direct:
             return C.cast("float", e) if d == "f32" else C.call(direct[d], e)
-        return ops.from_float(e, d)  # fp8: the double overload of the helper
+        return ops.from_float(e, d, source="f64")  # fp8: the double overload of the helper
     return ops.from_float(ops.to_float(e, s), d)
 
 
@@ -434,7 +432,7 @@ def _int_to_float(ops: ScalarOps, e: CExpr, src: ir.Type, dst: ir.Type, unsigned
         return C.call(table[wide], e)
     if d in ("f32", "f64"):
         return C.cast("float" if d == "f32" else "double", e)
-    return ops.from_float(C.cast("double", e), d)  # fp8: exact through double for 32-bit ints
+    return ops.from_float(C.cast("double", e), d, source="f64")  # fp8: exact through double for 32-bit ints
 
 
 def _fptoint(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:

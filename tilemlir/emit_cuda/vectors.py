@@ -95,45 +95,51 @@ class VectorStatements:
             raise error(op, f"'{op.name}' with these results is not supported by the CUDA emitter")
         struct = self.struct(result.type, op)
         length = vector_length(result.type)
-        name = self._e.names.fresh(self._e.base_name(result, op))
+        name, declare = self._e.result_variable(result, op)
+        typed = f"{struct} {name}" if declare else name  # the head of an initialization
         lane = C.atom(self.lane())
         if op.name == "vector.load":
-            self._load(op, struct, name, length)
+            self._load(op, struct, typed, length)
         elif op.name == "arith.constant":
             values = [self._e.scalar.constant(a, result.type.element_type).text for a in op.attributes["value"]]
-            self._e.line(f"const {struct} {name} = {{{{{', '.join(values)}}}}};")
+            self._e.wrapped(f"{'const ' if declare else ''}{typed} = {{{{", values, "}};")
         elif op.name in ("vector.broadcast", "vector.splat"):
             if isinstance(op.operands[0].type, ir.VectorType):
                 raise error(op, "vector.broadcast of a vector is not supported by the CUDA emitter")
-            self._e.line(f"{struct} {name};")
+            self._declare(struct, name, declare)
             self._loop(length, f"{name}.v[{lane.text}] = {self._e.value(op.operands[0]).text};")
         elif op.name == "vector.from_elements":
-            values = [self._e.value(v).text for v in op.operands]
-            self._e.line(f"{struct} {name} = {{{{{', '.join(values)}}}}};")
+            self._e.wrapped(f"{typed} = {{{{", [self._e.value(v).text for v in op.operands], "}};")
         elif op.name == "vector.insert":
             position = self._position(op, op.operands[2:] if len(op.operands) > 2 else [])
-            self._e.line(f"{struct} {name} = {self.whole(op.operands[1], op).text};")
+            self._e.line(f"{typed} = {self.whole(op.operands[1], op).text};")
             self._e.line(f"{name}.v[{position.text}] = {self._e.value(op.operands[0]).text};")
         elif op.name.startswith("arith.") or op.name.startswith("math."):
             expr = self._e.scalar.translate(op, self._operands(op, lane))
-            self._e.line(f"{struct} {name};")
+            self._declare(struct, name, declare)
             self._loop(length, f"{name}.v[{lane.text}] = {expr.text};")
         else:
             raise error(op, f"'{op.name}' is not supported by the CUDA emitter")
         self._e.exprs[result] = C.atom(name)
 
-    def _load(self, op: ir.Operation, struct: str, name: str, length: int) -> None:
+    def _declare(self, struct: str, name: str, declare: bool) -> None:
+        if declare:
+            self._e.line(f"{struct} {name};")
+
+    def _load(self, op: ir.Operation, struct: str, typed: str, length: int) -> None:
+        """`typed` is `T name` for a new variable, or `name` for an existing one."""
         memref = op.operands[0]
         indices = [self._e.value(v) for v in list(op.operands)[1:]]
         memory = self._e.memory
         if memory.is_registers(memref):
             lane = C.atom(self.lane())
             source = memory.element(memref, self._shifted(indices, lane), op)
-            self._e.line(f"{struct} {name};")
+            name = typed.split()[-1]
+            self._declare(struct, name, typed != name)
             self._loop(length, f"{name}.v[{lane.text}] = {source.text};")
             return
         address = memory.element(memref, indices, op)
-        self._e.line(f"{struct} {name} = *reinterpret_cast<const {struct}*>(&{address.text});")
+        self._e.line(f"{typed} = *reinterpret_cast<const {struct}*>(&{address.text});")
 
     def store(self, op: ir.Operation) -> None:
         value, memref = op.operands[0], op.operands[1]
