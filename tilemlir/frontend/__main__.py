@@ -35,6 +35,14 @@ def _load(path: str):
     return module
 
 
+def _user_traceback(exc: BaseException, file: str) -> str:
+    """The traceback of `exc` from the first frame in the user's file on (none of this tool's frames)."""
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_frame.f_code.co_filename != file:
+        trace = trace.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, trace)).rstrip()
+
+
 def _kernels(module, only: str | None):
     """(name, JitFunction of a kernel) for each jit kernel or defaulted factory, in source order."""
     from tilemlir.api import JitFunction
@@ -80,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     except SyntaxError as err:
         print(f"{err.filename}:{err.lineno}:{err.offset}: error: {err.msg}", file=sys.stderr)
         return 1
-    except Exception:  # the user's module failed at import: show its own traceback
-        print(f"{args.file}: error: importing the file failed:\n{traceback.format_exc()}", file=sys.stderr)
+    except Exception as exc:  # the user's module failed at import
+        print(f"{args.file}: error: importing the file failed:\n{_user_traceback(exc, args.file)}", file=sys.stderr)
         return 1
     try:
         kernels = _kernels(module, args.kernel)
@@ -91,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         texts = [jit_fn.frontend().ir(debuginfo=not args.no_debuginfo) for _, jit_fn in kernels]
     except CompileError as err:
         print(err, file=sys.stderr)
+        return 1
+    except Exception as exc:  # a factory's own Python code failed
+        print(f"{args.file}: error: a kernel factory failed:\n{_user_traceback(exc, args.file)}", file=sys.stderr)
         return 1
     output = f"\n{SEPARATOR}\n".join(t.rstrip("\n") for t in texts) + "\n"
     if args.output:
