@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tilemlir.analysis.layouts import TiledLayout, from_attr, to_attr
+from tilemlir.analysis.layouts import LayoutError, TiledLayout, from_attr, to_attr
 from tilemlir.dialects.tile import memory_space
 from tilemlir.mlir import ir
 
@@ -102,6 +102,17 @@ def get_layout(op, threads: int | None = None) -> TiledLayout | None:
     if LAYOUT_ATTR not in op.attributes:
         return None
     return from_attr(op.attributes[LAYOUT_ATTR], shape_of(op), threads or kernel_threads(op))
+
+
+def checked_layout(op, threads: int | None = None) -> TiledLayout | None:
+    """`get_layout`, with an invalid attribute reported as a CompileError located at `op`."""
+    from tilemlir.passes import diag
+
+    try:
+        return get_layout(op, threads)
+    except LayoutError as err:
+        what = "T.Parallel" if operation(op).name == "tile.parallel" else f"fragment '{name_of(op)}'"
+        raise diag.error(op, f"invalid layout on {what}: {err}") from None
 
 
 def set_layout(op, layout: TiledLayout) -> None:

@@ -124,7 +124,7 @@ class _KernelLowering:
 
     def layout_of(self, value: ir.Value) -> TiledLayout:
         alloc = lir.fragment_alloc(value)
-        layout = lir.get_layout(alloc) if alloc is not None else None
+        layout = lir.checked_layout(alloc) if alloc is not None else None
         if layout is None:
             raise diag.error(alloc or self.kernel, "fragment has no layout: run infer-layouts before lower-tile-ops")
         return layout

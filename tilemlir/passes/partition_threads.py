@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
-from tilemlir.analysis.layouts import Digit, LayoutError, TiledLayout
+from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
 from tilemlir.mlir import gpu, ir
 from tilemlir.passes import diag, register_pass
@@ -137,7 +137,7 @@ class _KernelPartition:
         space = memory_space(type_)
         attrs = {"name": op.attributes["name"]} if "name" in op.attributes else {}
         if space == FRAGMENT:
-            layout = lir.get_layout(op, self.threads)
+            layout = lir.checked_layout(op, self.threads)
             if layout is None:
                 raise diag.error(op, "fragment has no layout: run infer-layouts before partition-threads")
             shape = [layout.registers]
@@ -167,10 +167,7 @@ class _KernelPartition:
                 _StridedLoop(self, op, b).emit()
                 return
             raise diag.error(op, "T.Parallel has no layout: run infer-layouts before partition-threads")
-        try:
-            layout = lir.get_layout(op, self.threads)
-        except LayoutError as err:
-            raise diag.error(op, f"invalid T.Parallel layout: {err}") from None
+        layout = lir.checked_layout(op, self.threads)
         _PartitionedLoop(self, op, layout, b).emit()
         op.erase()
 
