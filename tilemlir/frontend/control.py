@@ -59,7 +59,7 @@ class ControlMixin:
         op = tile.kernel([g.value for g in grid], threads)
         block = tile.body_block(op)
         with self.scoped("kernel", node) as scope:
-            self.kernel = KernelState(node, op, scope, threads, grid)
+            self.kernel = KernelState(node, scope, threads, grid)
             indices = [Scalar(arg, INDEX) for arg in block.arguments]
             if item.optional_vars is not None:
                 self.bind_block_indices(item.optional_vars, indices)

@@ -110,7 +110,6 @@ class KernelState:
     """Facts about the one `T.Kernel` of the function, once it has been entered."""
 
     node: ast.AST
-    op: Any
     scope: Scope
     threads: int
     grid: list = field(default_factory=list)
