@@ -27,8 +27,10 @@ import llvmlite.binding as llvm
 import ml_dtypes
 import numpy as np
 
+from tilemlir.backends.cpu.ir_builders import CMPF, constant
 from tilemlir.errors import CompileError
-from tilemlir.mlir import MLIRError, PassManager, ir, llvm as llvm_dialect, translate_module_to_llvmir
+from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, translate_module_to_llvmir
+from tilemlir.mlir import math as math_dialect
 
 NARROW_TYPES = "f16,bf16,f8E4M3FN,f8E5M2"
 
@@ -41,6 +43,8 @@ _BEFORE_CASTS = (
 _AFTER_CASTS = (
     "builtin.module("
     "arith-expand,"
+    "math-expand-ops,"
+    "convert-math-to-funcs,"
     "convert-vector-to-scf,"
     "convert-scf-to-cf,"
     "convert-math-to-llvm,"
@@ -61,11 +65,25 @@ def to_llvm_ir(module: ir.Module) -> str:
 
     with module.context:
         _run(module, _BEFORE_CASTS)
+        _expand_isinf(module)
         cpu_expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
         _opaque_float_constants(module)
         return translate_module_to_llvmir(module.operation)
+
+
+def _expand_isinf(module: ir.Module) -> None:
+    """`math.isinf x` as `|x| == inf`: upstream has no LLVM lowering for it."""
+    found = []
+    module.operation.walk(lambda op: (found.append(op) if op.name == "math.isinf" else None) or ir.WalkResult.ADVANCE)
+    for op in found:
+        value = op.operands[0]
+        with op.location, ir.InsertionPoint(op):
+            inf = constant(value.type, math.inf)
+            result = arith.cmpf(CMPF.OEQ, math_dialect.absf(value), inf)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
 
 
 def _run(module: ir.Module, pipeline: str) -> None:
@@ -127,7 +145,7 @@ def _dense_float_bits(attr: ir.DenseFPElementsAttr, element: ir.FloatType, shape
     if attr.is_splat:
         return [_float_bits(ir.FloatAttr(attr.get_splat_value()).value, element)] * count
     text = str(attr)
-    body = text[len("dense<"):text.rindex(">")].replace("[", " ").replace("]", " ")
+    body = text[len("dense<"):text.rindex("]>") + 1].replace("[", " ").replace("]", " ")
     tokens = [t.strip() for t in body.split(",")]
     if len(tokens) != count:
         raise CompileError(f"CPU backend: cannot read the float constant {text}")

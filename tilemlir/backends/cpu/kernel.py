@@ -6,7 +6,7 @@
 A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
 `LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
 alignment, scalar ranges, `T.assume` facts), allocates the `out_idx`
-outputs (filled with NaN where the dtype has one, so unwritten elements
+outputs (filled with NaN, or the lowest integer, so unwritten elements
 show), runs the JIT-compiled function and returns the outputs (one array,
 a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
 """
@@ -153,9 +153,12 @@ class CpuKernel:
 
 
 def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """An output array whose unwritten elements stand out: NaN, or the lowest integer."""
     array = np.empty(shape, NUMPY_DTYPES[dtype])
-    if np.issubdtype(array.dtype, np.floating) or dtype in ("bfloat16", "float8_e4m3", "float8_e5m2"):
-        array.fill(np.nan)
+    if dtype == "bool":
+        array.fill(False)
+    elif np.issubdtype(array.dtype, np.integer):
+        array.fill(np.iinfo(array.dtype).min)
     else:
-        array.fill(0)
+        array.fill(np.nan)
     return array

@@ -1,0 +1,149 @@
+"""The CPU JIT path: loop-level MLIR -> LLVM IR -> llvmlite, on what kernels use."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tilemlir.backends.cpu.native import NativeFunction
+from tilemlir.errors import CompileError
+from tilemlir.mlir import ir, make_context
+
+
+def native(text: str, name: str = "f") -> NativeFunction:
+    with make_context(), ir.Location.unknown():
+        return NativeFunction(ir.Module.parse(text), name)
+
+
+def test_float_constants_the_newer_llvm_prints_differently():
+    """f0x.. hex, +inf/+qnan keywords and non-exact decimals all reach llvmlite's parser intact."""
+    kernel = native("""
+    func.func @f(%a: memref<6xf32>, %b: memref<2xf64>, %h: memref<2xf16>, %g: memref<2xbf16>, %v: memref<4xf32>,
+                 %w: memref<4xbf16>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %f0 = arith.constant 0.1 : f32
+      %f1 = arith.constant 5.9604644775390625E-8 : f32
+      %f2 = arith.constant 0x7F800000 : f32
+      %f3 = arith.constant 0x7FC00000 : f32
+      %f4 = arith.constant 1.0e-40 : f32
+      %f5 = arith.constant -3.4028234663852886E+38 : f32
+      memref.store %f0, %a[%c0] : memref<6xf32>
+      memref.store %f1, %a[%c1] : memref<6xf32>
+      memref.store %f2, %a[%c2] : memref<6xf32>
+      memref.store %f3, %a[%c3] : memref<6xf32>
+      memref.store %f4, %a[%c4] : memref<6xf32>
+      memref.store %f5, %a[%c5] : memref<6xf32>
+      %d0 = arith.constant 0.1 : f64
+      %d1 = arith.constant 1.0e-310 : f64
+      memref.store %d0, %b[%c0] : memref<2xf64>
+      memref.store %d1, %b[%c1] : memref<2xf64>
+      %h0 = arith.constant 0.1 : f16
+      %h1 = arith.constant 0xFC00 : f16
+      memref.store %h0, %h[%c0] : memref<2xf16>
+      memref.store %h1, %h[%c1] : memref<2xf16>
+      %g0 = arith.constant 0.1 : bf16
+      %g1 = arith.constant 1.0e-40 : bf16
+      memref.store %g0, %g[%c0] : memref<2xbf16>
+      memref.store %g1, %g[%c1] : memref<2xbf16>
+      %cv = arith.constant dense<[0.1, 0.2, 0x7F800000, -3.0]> : vector<4xf32>
+      vector.store %cv, %v[%c0] : memref<4xf32>, vector<4xf32>
+      %cw = arith.constant dense<[0.1, 0x7FC0, -2.0, 1.0e-39]> : vector<4xbf16>
+      vector.store %cw, %w[%c0] : memref<4xbf16>, vector<4xbf16>
+      return
+    }""")
+    a, b = np.zeros(6, np.float32), np.zeros(2)
+    h, g = np.zeros(2, np.float16), np.zeros(2, ml_dtypes.bfloat16)
+    v, w = np.zeros(4, np.float32), np.zeros(4, ml_dtypes.bfloat16)
+    kernel(a, b, h, g, v, w)
+    f32, bf16 = np.float32, ml_dtypes.bfloat16
+    assert a[:3].tolist() == [f32(0.1), f32(5.9604644775390625e-8), math.inf]
+    assert math.isnan(a[3]) and a[4] == f32(1e-40) and a[5] == -np.finfo(np.float32).max
+    assert b.tolist() == [0.1, 1e-310]
+    assert h.tolist() == [np.float16(0.1), -math.inf]
+    assert g.view(np.uint16).tolist() == np.array([0.1, 1e-40], bf16).view(np.uint16).tolist()
+    assert v.tolist() == [f32(0.1), f32(0.2), math.inf, -3.0]
+    assert w.view(np.uint16).tolist()[:1] + w.view(np.uint16).tolist()[2:] == \
+        np.array([0.1, -2.0, 1e-39], bf16).view(np.uint16).tolist() and math.isnan(w[1])
+
+
+MATH = {
+    "absf": np.abs, "ceil": np.ceil, "floor": np.floor, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
+    "erf": np.vectorize(math.erf),
+}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16"])
+@pytest.mark.parametrize("op", sorted(MATH))
+def test_math_ops_the_frontend_emits(op, dtype):
+    kernel = native(f"""
+    func.func @f(%a: memref<?x{dtype}>, %b: memref<?x{dtype}>) {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = memref.dim %a, %c0 : memref<?x{dtype}>
+      scf.for %i = %c0 to %n step %c1 {{
+        %v = memref.load %a[%i] : memref<?x{dtype}>
+        %w = math.{op} %v : {dtype}
+        memref.store %w, %b[%i] : memref<?x{dtype}>
+      }}
+      return
+    }}""")
+    numpy_type = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16}[dtype]
+    x = np.random.default_rng().uniform(0.05, 4, 200).astype(numpy_type)
+    y = np.full_like(x, np.nan)
+    kernel(x, y)
+    want = MATH[op](x.astype(np.float64))
+    eps = {"f32": 1e-6, "f64": 1e-14, "bf16": 8e-3, "f16": 1e-3}[dtype]
+    assert np.max(np.abs(y.astype(np.float64) - want) / np.maximum(np.abs(want), 1)) < eps
+
+
+def test_pow_fma_ipowi_and_float_classes():
+    kernel = native("""
+    func.func @f(%a: memref<?xi32>, %x: memref<?xf32>, %pw: memref<?xi32>, %cls: memref<?xi32>, %fl: memref<?xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = memref.dim %a, %c0 : memref<?xi32>
+      %three = arith.constant 3 : i32
+      %one = arith.constant 1 : i32
+      %two = arith.constant 2 : i32
+      %four = arith.constant 4 : i32
+      %zero = arith.constant 0 : i32
+      %half = arith.constant 0.5 : f32
+      scf.for %i = %c0 to %n step %c1 {
+        %v = memref.load %a[%i] : memref<?xi32>
+        %p = math.ipowi %v, %three : i32
+        memref.store %p, %pw[%i] : memref<?xi32>
+        %f = memref.load %x[%i] : memref<?xf32>
+        %inf = math.isinf %f : f32
+        %fin = math.isfinite %f : f32
+        %nan = math.isnan %f : f32
+        %k1 = arith.select %inf, %one, %zero : i32
+        %k2 = arith.select %fin, %two, %zero : i32
+        %k3 = arith.select %nan, %four, %zero : i32
+        %k12 = arith.addi %k1, %k2 : i32
+        %k = arith.addi %k12, %k3 : i32
+        memref.store %k, %cls[%i] : memref<?xi32>
+        %q = math.powf %f, %half : f32
+        %r = math.fma %f, %half, %q : f32
+        memref.store %r, %fl[%i] : memref<?xf32>
+      }
+      return
+    }""")
+    a = np.array([2, -3, 5, 0], np.int32)
+    x = np.array([4.0, np.inf, np.nan, -np.inf], np.float32)
+    pw, cls, fl = np.zeros(4, np.int32), np.zeros(4, np.int32), np.zeros(4, np.float32)
+    kernel(a, x, pw, cls, fl)
+    assert pw.tolist() == [8, -27, 125, 0]
+    assert cls.tolist() == [2, 1, 4, 1]
+    assert fl[0] == 4.0
+
+
+def test_ops_without_an_llvm_lowering_are_a_compile_error():
+    with pytest.raises(CompileError, match="gpu.barrier"):
+        native("func.func @f() {\n gpu.barrier\n return\n}")
