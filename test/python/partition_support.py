@@ -18,7 +18,7 @@ def run_passes(module: ir.Module, names=THREAD_PIPELINE) -> ir.Module:
         info = registry[name]
         info.run(module.operation, info.options())
         assert module.operation.verify(), f"IR after {name} does not verify"
-        module = ir.Module.parse(str(module), module.context)
+        module = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), module.context)
     return module
 
 
