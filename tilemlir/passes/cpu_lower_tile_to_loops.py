@@ -20,7 +20,7 @@ backend JIT-compiles:
 
 from __future__ import annotations
 
-from tilemlir.analysis.padding import padding_attr
+from tilemlir.analysis.padding import PAD_ATTR, padding_attr
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.mlir import ir
@@ -72,12 +72,12 @@ def _lower_kernel(kernel: ir.Operation) -> None:
 def _record_padding(kernel: ir.Operation) -> None:
     """Set `tile.pad` on every global read the padding rule covers."""
     for op in _ops_named(kernel, "tile.copy", "memref.load"):
-        if tile_ops.PAD_ATTR in op.attributes or not tile_ops.is_global(op.operands[0]):
+        if PAD_ATTR in op.attributes or not tile_ops.is_global(op.operands[0]):
             continue
         if op.name == "memref.load" and not _inside(op, "tile.parallel"):
             continue  # a scalar read outside element code feeds no reduction: pads with 0
         try:
-            op.attributes[tile_ops.PAD_ATTR] = padding_attr(op)
+            op.attributes[PAD_ATTR] = padding_attr(op)
         except ValueError as exc:
             raise diag.error(op, f"cannot decide the padding of this read: {exc}") from None
 

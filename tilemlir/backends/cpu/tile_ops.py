@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 
+from tilemlir.analysis.padding import PAD_ATTR
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.dialects.tile import memory_space
 from tilemlir.mlir import arith, ir
 from tilemlir.mlir import math as math_dialect
 from tilemlir.mlir import memref, scf
-
-PAD_ATTR = "tile.pad"
 
 
 def is_global(ref: ir.Value) -> bool:
@@ -26,11 +25,15 @@ def is_global(ref: ir.Value) -> bool:
 
 def pad_value(op: ir.Operation, element: ir.Type) -> ir.Value:
     """The padding constant an out-of-range read by `op` reads (`tile.pad`, default 0)."""
-    attr = op.attributes[PAD_ATTR] if PAD_ATTR in op.attributes else None
-    if attr is None:
-        return b.constant(element, 0)
-    value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
-    return b.constant(element, value)
+    return b.constant(element, recorded_padding(op))
+
+
+def recorded_padding(op: ir.Operation) -> int | float:
+    """The number in `op`'s `tile.pad` attribute, 0 without one."""
+    if PAD_ATTR not in op.attributes:
+        return 0
+    attr = op.attributes[PAD_ATTR]
+    return ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
 
 
 def guarded_load(ref: ir.Value, indices: list[ir.Value], pad: ir.Value) -> ir.Value:

@@ -24,6 +24,7 @@ import math
 
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.backends.cpu.tile_ops import recorded_padding
 from tilemlir.mlir import arith, ir, memref, scf, vector
 from tilemlir.passes import diag
 
@@ -309,12 +310,6 @@ def _same_bits(a: ir.Value, c: ir.Value) -> ir.Value:
 
 def _fallback(op: ir.Operation, type_: ir.Type, padded: bool) -> ir.Value:
     """What an out-of-range load yields: its `tile.pad` (pad mode) or poison (NaN / 0)."""
-    element = b.element_type(type_)
-    if padded and "tile.pad" in op.attributes:
-        attr = op.attributes["tile.pad"]
-        value = ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value
-    elif padded:
-        value = 0
-    else:
-        value = math.nan if isinstance(element, ir.FloatType) else 0
-    return b.constant(type_, value)
+    if padded:
+        return b.constant(type_, recorded_padding(op))
+    return b.constant(type_, math.nan if isinstance(b.element_type(type_), ir.FloatType) else 0)
