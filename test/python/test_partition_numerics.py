@@ -314,3 +314,76 @@ def test_non_divisible_1000x1000():
     # 1000 x 1000 with 8-row blocks: 125 blocks, the row padded to 1024 columns of registers.
     ir_text = run_example("rmsnorm", dict(N=1000, threads=128, block_M=8), dict(rows=1000, n=1000), 1e-2)
     assert "arith.cmpi ult" in ir_text  # masked registers past column 1000
+
+
+# ----------------------------------------------------------------------------
+# Reductions into other levels, of other ranks, from shared memory.
+
+
+@tilemlir.jit(out_idx=[1])
+def reduction_into(level="shared", N=128, block_M=4, threads=64):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def reduce_into(X: T.Tensor((M, N), T.float16), Y: T.Tensor((M,), T.float32)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), T.float16)
+            s = T.alloc_shared((block_M,), T.float32)
+            l = T.alloc_local((block_M,), T.float32)
+            T.copy(X[bx * block_M, 0], x)
+            if level == "shared":
+                T.reduce_sum(x, s, dim=1)
+                T.copy(s, Y[bx * block_M])
+            else:
+                T.reduce_max(x, l, dim=1)
+                T.copy(l, Y[bx * block_M])
+
+    return reduce_into
+
+
+@pytest.mark.parametrize("level, kind", [("shared", "sum"), ("local", "max")])
+def test_fragment_reductions_into_shared_and_local_buffers(level, kind):
+    x = RNG.standard_normal((10, 128)).astype(np.float16)  # f16 in, f32 accumulation
+    (y,), _ = simulate(reduction_into.instantiate(level=level), [x])
+    assert ps.relative_error(y, numpy_reduce(kind, x, 1)) < 1e-6
+
+
+@tilemlir.jit(out_idx=[1])
+def middle_dim_reduction(threads=128):
+    @T.prim_func
+    def reduce_middle(X: T.Tensor((4, 8, 32), T.float32), Y: T.Tensor((4, 32), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            x = T.alloc_fragment((4, 8, 32), T.float32)
+            r = T.alloc_fragment((4, 32), T.float32)
+            T.copy(X, x)
+            T.reduce_sum(x, r, dim=1)
+            T.copy(r, Y)
+
+    return reduce_middle
+
+
+def test_a_middle_dim_of_a_rank_three_fragment():
+    x = RNG.standard_normal((4, 8, 32)).astype(np.float32)
+    (y,), _ = simulate(middle_dim_reduction.instantiate(), [x])
+    assert ps.relative_error(y, x.astype(np.float64).sum(1)) < 1e-6
+
+
+@tilemlir.jit(out_idx=[1])
+def shared_source_reduction(threads=64):
+    @T.prim_func
+    def reduce_shared(X: T.Tensor((4, 64), T.float32), Y: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=threads) as bx:
+            s = T.alloc_shared((4, 64), T.float32)
+            r = T.alloc_fragment((4,), T.float32)
+            T.copy(X, s)
+            T.reduce_abssum(s, r, dim=1)
+            T.copy(r, Y)
+
+    return reduce_shared
+
+
+def test_a_shared_source_reduces_serially_per_destination_element():
+    x = RNG.standard_normal((4, 64)).astype(np.float32)
+    (y,), module = simulate(shared_source_reduction.instantiate(), [x])
+    assert ps.relative_error(y, np.abs(x.astype(np.float64)).sum(1)) < 1e-6
+    assert str(module).count("gpu.barrier") == 1  # the copy into s, then the reads of other threads
