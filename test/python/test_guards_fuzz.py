@@ -23,6 +23,7 @@ from tilemlir.passes.runner import run_pipeline
 
 PIPELINE = "insert-guards,eliminate-guards,vectorize"
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_RUNS = settings(FUZZ, max_examples=12)  # each example runs a bigger kernel
 
 
 # -- random index expressions ------------------------------------------------------
@@ -181,7 +182,15 @@ def test_removed_guards_hold_at_every_point(expr, grid, block, outer, inner, ass
 
 
 def _rows_kernel(cols: int, run: int, chunks: int, rows: int, block: int, offset: int, widen: bool,
-                 store_back: bool) -> str:
+                 store_back: bool, symbolic_cols: bool = False, assume_cols_mod: int | None = None) -> str:
+    dim = "?" if symbolic_cols else str(cols)
+    dims = '"N"' if symbolic_cols else str(cols)
+    symbols = '["M", "N"]' if symbolic_cols else '["M"]'
+    assume = ""
+    if assume_cols_mod:
+        assume = (f"%cn = memref.dim %X, %c1 : memref<?x{dim}xbf16>\n  %cm = arith.constant {assume_cols_mod} : index\n"
+                  f"  %cr = arith.remsi %cn, %cm : index\n  %cok = arith.cmpi eq, %cr, %c0 : index\n"
+                  f'  "tile.assume"(%cok) {{expr = "N % {assume_cols_mod} == 0"}} : (i1) -> ()')
     local_type = "f32" if widen else "bf16"
     convert = "%w = arith.extf %x : bf16 to f32" if widen else ""
     value = "%w" if widen else "%x"
@@ -190,11 +199,11 @@ def _rows_kernel(cols: int, run: int, chunks: int, rows: int, block: int, offset
     if store_back:
         back = f"""
           %y = memref.load %regs[%reg] : memref<{regs}x{local_type}, "local">
-          memref.store %y, %Z[%row, %col] : memref<?x{cols}x{local_type}>"""
+          memref.store %y, %Z[%row, %col] : memref<?x{dim}x{local_type}>"""
     return f"""
-func.func @rows(%X: memref<?x{cols}xbf16>, %Z: memref<?x{cols}x{local_type}>)
-    attributes {{tile.entry, tile.arg_names = ["X", "Z"], tile.arg_dims = [["M", {cols}], ["M", {cols}]],
-                 tile.symbols = ["M"]}} {{
+func.func @rows(%X: memref<?x{dim}xbf16>, %Z: memref<?x{dim}x{local_type}>)
+    attributes {{tile.entry, tile.arg_names = ["X", "Z"], tile.arg_dims = [["M", {dims}], ["M", {dims}]],
+                 tile.symbols = {symbols}}} {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %crows = arith.constant {rows} : index
@@ -203,7 +212,8 @@ func.func @rows(%X: memref<?x{cols}xbf16>, %Z: memref<?x{cols}x{local_type}>)
   %cb = arith.constant {block} : index
   %cstride = arith.constant {block * run} : index
   %coff = arith.constant {offset} : index
-  %M = memref.dim %X, %c0 : memref<?x{cols}xbf16>
+  %M = memref.dim %X, %c0 : memref<?x{dim}xbf16>
+  {assume}
   %g = arith.ceildivsi %M, %crows : index
   gpu.launch blocks(%bid, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
              threads(%tid, %ty, %tz) in (%sx = %cb, %sy = %c1, %sz = %c1) {{
@@ -222,7 +232,7 @@ func.func @rows(%X: memref<?x{cols}xbf16>, %Z: memref<?x{cols}x{local_type}>)
           %rcc = arith.addi %rc, %c : index
           %rr = arith.muli %rcc, %crun : index
           %reg = arith.addi %rr, %v : index
-          %x = memref.load %X[%row, %col] {{tile.pad = -3.0 : bf16}} : memref<?x{cols}xbf16>
+          %x = memref.load %X[%row, %col] {{tile.pad = -3.0 : bf16}} : memref<?x{dim}xbf16>
           {convert}
           memref.store {value}, %regs[%reg] : memref<{regs}x{local_type}, "local">
         }}
@@ -246,7 +256,7 @@ func.func @rows(%X: memref<?x{cols}xbf16>, %Z: memref<?x{cols}x{local_type}>)
 """
 
 
-@FUZZ
+@FUZZ_RUNS
 @given(
     cols=st.sampled_from([8, 12, 16, 24, 40, 64]),
     run=st.sampled_from([2, 4, 8, 16]),
@@ -255,9 +265,15 @@ func.func @rows(%X: memref<?x{cols}xbf16>, %Z: memref<?x{cols}x{local_type}>)
     block=st.integers(1, 4),
     offset=st.sampled_from([0, 0, 1, 2, 4]),
     widen=st.booleans(),
+    symbolic_cols=st.sampled_from([None, None, 1, 8]),
 )
-def test_vector_accesses_are_aligned_and_in_range(cols, run, chunks, rows, block, offset, widen):
-    text = _rows_kernel(cols, run, chunks, rows, block, offset, widen, store_back=True)
+def test_vector_accesses_are_aligned_and_in_range(cols, run, chunks, rows, block, offset, widen, symbolic_cols):
+    """`symbolic_cols`: None for a static width, else a symbolic one assumed a multiple of it."""
+    assume = symbolic_cols if symbolic_cols and symbolic_cols > 1 else None
+    if assume and cols % assume:
+        cols *= 2  # every width drawn becomes a multiple of 8 when doubled
+    text = _rows_kernel(cols, run, chunks, rows, block, offset, widen, store_back=True,
+                        symbolic_cols=symbolic_cols is not None, assume_cols_mod=assume)
     rng = np.random.default_rng(1)
 
     def args(m):
@@ -266,5 +282,6 @@ def test_vector_accesses_are_aligned_and_in_range(cols, run, chunks, rows, block
         return [x, z]
 
     stats = _run_both(text, args, range(1, 2 * rows + 2))
-    if offset == 0 and cols % run == 0:
-        assert stats["vectorized-16B"] + stats["vectorized-8B"] + stats["vectorized-4B"] > 0, stats
+    vectors = sum(stats[f"vectorized-{w}B"] for w in (16, 8, 4))
+    if offset == 0 and (symbolic_cols is None and cols % run == 0 or symbolic_cols == 8):
+        assert vectors > 0, stats

@@ -9,6 +9,7 @@ given the facts in scope there:
   and of the variables those facts mention in turn;
 - `tile.assume` conditions whose block encloses `at` and that come before it;
 - the condition of every enclosing `scf.if` (negated in the else region);
+- the range of every enclosing `scf.for` (inside it, it runs);
 - `extra` facts the caller adds.
 
 Only facts connected to the goal through shared variables are sent, so
@@ -67,7 +68,7 @@ class Prover:
         self.timeout_ms = settings().prover_timeout_ms if timeout_ms is None else timeout_ms
         self.stats: Counter = Counter()
         self._assumes = _assume_ops(self.terms.func)
-        self._fact_vars: dict[int, tuple] = {}
+        self._term_vars: dict[int, tuple] = {}
 
     def prove(self, goal: z3.BoolRef, at: ir.Operation | None = None, extra=()) -> Outcome:
         """Whether `goal` holds wherever `at` executes (with `extra` facts)."""
@@ -99,6 +100,9 @@ class Prover:
             if parent.name == "scf.if":
                 cond = self.terms.bool_term(parent.operands[0])
                 facts.append(cond if node.block.region == parent.regions[0] else z3.Not(cond))
+            if parent.name == "scf.for":
+                iv = self.terms.loop_var(parent)
+                facts.extend(self.terms.owned_facts.get(iv.decl().name(), ()))
             for assume in self._assumes:
                 if assume.block == node.block and assume.is_before_in_block(node):
                     facts.append(self.terms.bool_term(assume.operands[0]))
@@ -124,7 +128,7 @@ class Prover:
     def _relevant(self, goal, scoped: list) -> list:
         """The facts a query needs: scope facts connected to its variables, and the facts owned
         by every variable it (transitively) mentions — never those of a variable it does not."""
-        wanted, expanded = set(_variables(goal)), set()
+        wanted, expanded = set(self._vars_of(goal)), set()
         chosen: dict = {}
         pending = list(scoped)
         changed = True
@@ -148,26 +152,27 @@ class Prover:
                     changed = True
         return list(chosen.values())
 
-    def _vars_of(self, fact) -> frozenset:
-        # Z3 reuses the id of a freed term: the entry keeps its term alive so the id stays its own.
-        key = fact.get_id()
-        if key not in self._fact_vars:
-            self._fact_vars[key] = (fact, frozenset(_variables(fact)))
-        return self._fact_vars[key][1]
-
-
-def _variables(expr) -> set:
-    """Names of the uninterpreted constants in a Z3 expression."""
-    seen, names, stack = set(), set(), [expr]
-    while stack:
-        node = stack.pop()
-        if node.get_id() in seen:
-            continue
-        seen.add(node.get_id())
-        if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            names.add(node.decl().name())
-        stack.extend(node.children())
-    return names
+    def _vars_of(self, expr) -> frozenset:
+        """Names of the uninterpreted constants in `expr`, memoized per subterm (terms share many)."""
+        # Z3 reuses the id of a freed term: each entry keeps its term alive so the id stays its own.
+        memo = self._term_vars
+        stack = [(expr, False)]
+        while stack:
+            node, children_done = stack.pop()
+            key = node.get_id()
+            if key in memo:
+                continue
+            children = node.children()
+            if not children_done and children:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children if c.get_id() not in memo)
+                continue
+            if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                names = frozenset([node.decl().name()])
+            else:
+                names = frozenset().union(*(memo[c.get_id()][1] for c in children))
+            memo[key] = (node, names)
+        return memo[expr.get_id()][1]
 
 
 def _query_text(facts: list, goal) -> str:

@@ -182,8 +182,8 @@ def yield_(values: list, block: ir.Block, loc) -> ir.Operation:
     return ir.Operation.create("scf.yield", operands=list(values), loc=loc, ip=ir.InsertionPoint(block))
 
 
-def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad_source: ir.Operation | None = None) -> ir.Operation:
-    """Move `access_op` into a new guard on `cond`; a load's else branch yields the pad value."""
+def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad: ir.Attribute | None = None) -> ir.Operation:
+    """Move `access_op` into a new guard on `cond`; a load's else branch yields `pad` (default: its `tile.pad`)."""
     loc = access_op.location
     results = [r.type for r in access_op.results]
     guard = make_guard(cond, results, loc, ir.InsertionPoint(access_op), with_else=bool(results))
@@ -194,8 +194,7 @@ def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad_source: ir.Operat
     access_op.move_before(terminator)
     if results:
         else_block = guard.regions[1].blocks[0]
-        source = pad_source or access_op
-        pads = [constant(pad_attr(source, t), ir.InsertionPoint(else_block), loc) for t in results]
+        pads = [constant(pad if pad is not None else pad_attr(access_op, t), ir.InsertionPoint(else_block), loc) for t in results]
         yield_(pads, else_block, loc)
     return guard
 

@@ -53,9 +53,11 @@ from tilemlir.analysis.prover import Prover
 from tilemlir.mlir import ir
 from tilemlir.passes import diag, register_pass
 from tilemlir.passes.guards import (
+    PAD,
     PURE_OPS,
     Graveyard,
     as_op,
+    conjunction,
     constant,
     defining_op,
     guarded_access,
@@ -63,12 +65,15 @@ from tilemlir.passes.guards import (
     is_guard,
     make_guard,
     pad_attr,
+    wrap_in_guard,
     yield_,
 )
 
 _WIDTHS = (16, 8, 4, 2)
+PLAIN, UNIFORM, FAST_PATH = "plain", "uniform", "fast-path"
 _STATISTICS = {
     **{f"vectorized-{w}B": f"global accesses turned into {w}-byte vector accesses" for w in _WIDTHS},
+    "vectorized-with-fallback": "vector accesses under a whole-vector guard with guarded scalar lanes as fallback",
     "runs-vectorized": "run loops whose global accesses became vector accesses",
     "runs-scalar": "run loops with global accesses left scalar (not provably contiguous, aligned, in range)",
 }
@@ -108,6 +113,8 @@ class _Item:
     access: GlobalAccess
     guard: ir.Operation | None
     lanes: int = 0
+    mode: str = PLAIN
+    checked_lanes: tuple = ()
 
     @property
     def top(self) -> ir.Operation:
@@ -175,9 +182,10 @@ class _Vectorizer:
             if width > self.options.max_bytes or lanes < 2 or run.trips % lanes or width % eb:
                 continue
             starts = range(run.lb, run.lb + run.trips, lanes)
-            if all(self._vector_ok(run, item, start, lanes) for start in starts):
-                item.lanes = lanes
-                return True
+            for mode, checked in _modes(item, lanes):
+                if all(self._vector_ok(run, item, start, lanes, mode, checked) for start in starts):
+                    item.lanes, item.mode, item.checked_lanes = lanes, mode, checked
+                    return True
         return False
 
     def _iv(self, run: _Run):
@@ -196,17 +204,22 @@ class _Vectorizer:
             goals.append(index == at_lb + (iv - lb) if dim == len(indices) - 1 else index == at_lb)
         return self.prover.prove(z3.And(*goals), item.access.op).proved
 
-    def _vector_ok(self, run: _Run, item: _Item, start: int, lanes: int) -> bool:
+    def _vector_ok(self, run: _Run, item: _Item, start: int, lanes: int, mode: str, checked: tuple) -> bool:
+        """Whether the vector at `start` is sound in `mode`; it runs where the guard holds at the
+        `checked` lane offsets (none for an unguarded access)."""
         terms = self.prover.terms
         iv, first = self._iv(run), z3.IntVal(start)
         indices = [z3.substitute(t, (iv, first)) for t in self._index_terms(item)]
         extra = []
-        if item.guard is not None:
+        if mode != PLAIN:
             cond = terms.bool_term(item.guard.operands[0])
-            cond_first = z3.substitute(cond, (iv, first))
-            extra = [cond_first]
+            extra = [z3.substitute(cond, (iv, z3.IntVal(start + k))) for k in checked]
             lanes_of_vector = [iv >= first, iv < first + lanes]
-            if not self.prover.prove(cond == cond_first, run.loop, extra=lanes_of_vector).proved:
+            if mode == UNIFORM:  # the guard holds on all lanes or none
+                whole = self.prover.prove(cond == extra[0], run.loop, extra=lanes_of_vector)
+            else:  # where it holds on the checked lanes, it holds on all
+                whole = self.prover.prove(cond, run.loop, extra=lanes_of_vector + extra)
+            if not whole.proved:
                 return False
         memref = item.access.memref
         last = len(indices) - 1
@@ -263,11 +276,11 @@ class _Vectorizer:
             mapping = {_iv_value(loop): index_constant(start, ip, loc)}
             reg = _clone_slice(list(register_op.operands)[-1], loop, mapping, ip, self.graveyard)
             if item.access.is_load:
-                vector = self._vector_load(item, mapping, vector_type, ip, loc)
+                vector = self._vector_load(item, start, vector_type, ip, loc)
                 _vector_store(vector, register_memref, [reg], None, ip, loc)
             else:
                 vector = _vector_load_plain(register_memref, [reg], vector_type, None, ip, loc)
-                self._vector_store(item, vector, mapping, ip, loc)
+                self._vector_store(item, vector, start, ip, loc)
 
     def _rewrite_unrolled(self, run: _Run) -> None:
         loop = run.loop
@@ -278,8 +291,7 @@ class _Vectorizer:
             if item.access.is_load:
                 vector_type = ir.VectorType.get([item.lanes], item.access.element_type)
                 for start in range(run.lb, run.lb + run.trips, item.lanes):
-                    mapping = {iv: index_constant(start, ip, loc)}
-                    vectors[(n, start)] = self._vector_load(item, mapping, vector_type, ip, loc)
+                    vectors[(n, start)] = self._vector_load(item, start, vector_type, ip, loc)
         tops = {hash(item.top): n for n, item in enumerate(run.items)}
         lane_values: dict = {}
         for i in range(run.trips):
@@ -308,8 +320,7 @@ class _Vectorizer:
                 vector = ir.Operation.create(
                     "vector.from_elements", results=[vector_type], operands=lanes, loc=loc, ip=ip
                 ).result
-                mapping = {iv: index_constant(start, ip, loc)}
-                self._vector_store(item, vector, mapping, ip, loc)
+                self._vector_store(item, vector, start, ip, loc)
 
     def _clone_into(self, op: ir.Operation, mapping: dict, ip) -> None:
         clone = op.clone(ip=ip)
@@ -321,33 +332,75 @@ class _Vectorizer:
         if clone.name in PURE_OPS:
             self.graveyard.maybe_dead.append(clone)
 
-    def _vector_load(self, item: _Item, mapping: dict, vector_type, ip, loc) -> ir.Value:
-        loop = item.top.parent
-        indices = [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+    def _vector_load(self, item: _Item, start: int, vector_type, ip, loc) -> ir.Value:
+        indices = self._indices_at(item, start, ip, loc)
         align = item.lanes * item.access.element_bytes
-        if item.guard is None:
+        if item.mode == PLAIN:
             return _vector_load_plain(item.access.memref, indices, vector_type, align, ip, loc)
-        cond = _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
-        guard = make_guard(cond, [vector_type], loc, ip, with_else=True)
+        guard = make_guard(self._vector_condition(item, start, ip, loc), [vector_type], loc, ip, with_else=True)
         then_block, else_block = guard.regions[0].blocks[0], guard.regions[1].blocks[0]
         loaded = _vector_load_plain(item.access.memref, indices, vector_type, align, ir.InsertionPoint(then_block), loc)
         yield_([loaded], then_block, loc)
-        pad = constant(_pad_of(item, vector_type), ir.InsertionPoint(else_block), loc)
-        yield_([pad], else_block, loc)
+        else_ip = ir.InsertionPoint(else_block)
+        if item.mode == UNIFORM:
+            fallback = constant(ir.DenseElementsAttr.get_splat(vector_type, _pad_of(item)), else_ip, loc)
+        else:
+            lanes = [self._scalar_lane(item, start + k, None, else_ip, loc) for k in range(item.lanes)]
+            fallback = ir.Operation.create(
+                "vector.from_elements", results=[vector_type], operands=lanes, loc=loc, ip=else_ip
+            ).result
+        yield_([fallback], else_block, loc)
         return guard.results[0]
 
-    def _vector_store(self, item: _Item, vector: ir.Value, mapping: dict, ip, loc) -> None:
-        loop = item.top.parent
-        indices = [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+    def _vector_store(self, item: _Item, vector: ir.Value, start: int, ip, loc) -> None:
+        indices = self._indices_at(item, start, ip, loc)
         align = item.lanes * item.access.element_bytes
-        if item.guard is None:
+        if item.mode == PLAIN:
             _vector_store(vector, item.access.memref, indices, align, ip, loc)
             return
-        cond = _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
-        guard = make_guard(cond, [], loc, ip, with_else=False)
+        fast = item.mode == FAST_PATH
+        guard = make_guard(self._vector_condition(item, start, ip, loc), [], loc, ip, with_else=fast)
         then_block = guard.regions[0].blocks[0]
-        terminator = yield_([], then_block, loc)
-        _vector_store(vector, item.access.memref, indices, align, ir.InsertionPoint(terminator), loc)
+        _vector_store(vector, item.access.memref, indices, align, ir.InsertionPoint(yield_([], then_block, loc)), loc)
+        if fast:
+            else_block = guard.regions[1].blocks[0]
+            else_ip = ir.InsertionPoint(yield_([], else_block, loc))
+            for k in range(item.lanes):
+                element = _extract(vector, k, item.access.element_type, else_ip, loc)
+                self._scalar_lane(item, start + k, element, else_ip, loc)
+
+    def _indices_at(self, item: _Item, iteration: int, ip, loc) -> list[ir.Value]:
+        loop = item.top.parent
+        mapping = {_iv_value(loop): index_constant(iteration, ip, loc)}
+        return [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+
+    def _condition_at(self, item: _Item, iteration: int, ip, loc) -> ir.Value:
+        loop = item.top.parent
+        mapping = {_iv_value(loop): index_constant(iteration, ip, loc)}
+        return _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
+
+    def _vector_condition(self, item: _Item, start: int, ip, loc) -> ir.Value:
+        """The guard at the checked lanes: the first (uniform), the last, or both (fast path)."""
+        if item.mode == FAST_PATH:
+            self.stats["vectorized-with-fallback"] += 1
+        checks = [self._condition_at(item, start + k, ip, loc) for k in item.checked_lanes]
+        return conjunction(checks, ip, loc)
+
+    def _scalar_lane(self, item: _Item, iteration: int, element, ip, loc) -> ir.Value | None:
+        """The original guarded scalar access at one iteration (a load's value, or None)."""
+        indices = self._indices_at(item, iteration, ip, loc)
+        cond = self._condition_at(item, iteration, ip, loc)
+        access = item.access
+        if access.is_load:
+            scalar = ir.Operation.create(
+                "memref.load", results=[access.element_type], operands=[access.memref, *indices], loc=loc, ip=ip
+            )
+            if PAD in access.op.attributes:
+                scalar.attributes[PAD] = access.op.attributes[PAD]
+            return wrap_in_guard(scalar, cond, pad=_pad_of(item)).results[0]
+        store = ir.Operation.create("memref.store", operands=[element, access.memref, *indices], loc=loc, ip=ip)
+        wrap_in_guard(store, cond)
+        return None
 
 
 # -- helpers -----------------------------------------------------------------------
@@ -405,13 +458,21 @@ def _guard_extra_ops(guard: ir.Operation) -> bool:
     return any(o.name not in ("arith.constant", "scf.yield") for o in ops)
 
 
-def _pad_of(item: _Item, vector_type) -> ir.Attribute:
-    """The guard's else value (the scalar it yields, splat), else the load's `tile.pad`."""
+def _modes(item: _Item, lanes: int) -> list[tuple[str, tuple]]:
+    """(mode, lane offsets whose guard the vector checks), cheapest first."""
+    if item.guard is None:
+        return [(PLAIN, ())]
+    last = lanes - 1
+    return [(UNIFORM, (0,)), (FAST_PATH, (last,)), (FAST_PATH, (0,)), (FAST_PATH, (0, last))]
+
+
+def _pad_of(item: _Item) -> ir.Attribute:
+    """The scalar the guard yields when it fails (its else constant), else the load's `tile.pad`."""
     yielded = list(item.guard.regions[1].blocks[0].operations)[-1].operands[0]
     owner = defining_op(yielded)
     if owner is not None and owner.name == "arith.constant":
-        return ir.DenseElementsAttr.get_splat(vector_type, owner.attributes["value"])
-    return pad_attr(item.access.op, vector_type)
+        return owner.attributes["value"]
+    return pad_attr(item.access.op, item.access.element_type)
 
 
 def _loads_and_stores_same_tensor(items: list[_Item]) -> bool:
