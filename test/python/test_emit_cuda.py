@@ -655,6 +655,22 @@ def test_names_are_scoped_and_never_shadow():
     compiles(emitted)
 
 
+def test_names_never_hide_cuda_or_math_functions():
+    body = """
+      %b = memref.alloca() {name = "expf"} : memref<4xf32, "local">
+      %v = memref.load %X[%bx, %tx] : memref<?x64xf32>
+      %e = math.exp %v : f32
+      memref.store %e, %b[%c0] : memref<4xf32, "local">
+      %w = memref.load %b[%c0] : memref<4xf32, "local">
+      memref.store %w, %X[%bx, %tx] : memref<?x64xf32>"""
+    emitted = emit_text(kernel_module(body, [("X", "memref<?x64xf32>"), ("threadIdx", "f32")], name="max"))
+    text = emitted.source
+    assert "void __launch_bounds__(64) max_kernel(float* __restrict__ X, float threadIdx1, int M)" in text
+    assert emitted.signature.name == "max_kernel" and emitted.signature.cuda_params[1] == "threadIdx"
+    assert "float expf1[4];" in text and "expf1[0] = expf(X[bx * 64 + tx]);" in text
+    compiles(emitted)
+
+
 def test_source_line_comments_follow_the_python_lines():
     locs = '#a = loc("/home/u/kern.py":5:4)\n#b = loc("/home/u/kern.py":6:4)'
     body = """

@@ -44,6 +44,7 @@ class KernelEmitter:
         self.signs = Signs(kernel.launch)
         self.plan = InlinePlan(kernel.func)
         self.scalar = ScalarOps(self.types, self.signs, self.prelude, fast_math)
+        self.function_name = self.names.kernel_name(kernel.name)
         self.c_names = {name: self.names.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
         self.memory = Memory(kernel, self.types, self.names, self.c_names)
         self.vectors = VectorStatements(self)
@@ -80,7 +81,7 @@ class KernelEmitter:
             else:
                 params.append(f"{self.c_type(arg.type, self.kernel.func)} {self.c_names[name]}")
         params += [f"{self.types.index} {self.c_names[s]}" for s in self.kernel.symbols]
-        head = f'extern "C" __global__ void __launch_bounds__({self.kernel.threads}) {self.kernel.name}('
+        head = f'extern "C" __global__ void __launch_bounds__({self.kernel.threads}) {self.function_name}('
         one_line = head + ", ".join(params) + ") {"
         if len(one_line) <= MAX_LINE:
             return one_line

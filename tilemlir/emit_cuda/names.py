@@ -14,10 +14,15 @@ typedef typeid typename union unsigned using virtual void volatile wchar_t while
 """.split())
 # CUDA builtins, the header types and functions the emitted code uses, and the emitter's own names.
 _CUDA = frozenset("""
-threadIdx blockIdx blockDim gridDim warpSize half half2 smem min max abs
+threadIdx blockIdx blockDim gridDim warpSize half half2 smem min max abs llabs
 __nv_bfloat16 __nv_bfloat162 __half __half2 __nv_fp8_e4m3 __nv_fp8_e5m2 float2 float4 uint2 uint4 int4
-atomicAdd printf assert
+atomicAdd printf assert isnan isinf isfinite
 """.split())
+# The math library's functions (float and double forms): a variable must not hide one the kernel calls.
+_MATH = frozenset(f + suffix for f in """
+exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt sin cos tan asin acos atan atan2 sinh cosh tanh asinh
+acosh atanh erf erfc fabs ceil floor round rint trunc pow copysign fma fmod fmax fmin
+""".split() for suffix in ("", "f"))
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -40,10 +45,14 @@ class Names:
     shadows one still in scope."""
 
     def __init__(self) -> None:
-        self._scopes: list[set[str]] = [set(_KEYWORDS) | set(_CUDA)]
+        self._scopes: list[set[str]] = [set(_KEYWORDS) | set(_CUDA) | set(_MATH)]
 
     def fresh(self, base: str) -> str:
         return self._claim(base, self._scopes[-1])
+
+    def kernel_name(self, name: str) -> str:
+        """The `extern "C"` function's name: `name`, unless that is taken by C++ or CUDA."""
+        return self.fresh_global(name if not self._taken(sanitize(name)) else f"{name}_kernel")
 
     def fresh_global(self, base: str) -> str:
         """A name for the function's outermost scope (declared at the top, visible everywhere)."""

@@ -30,20 +30,21 @@ def choose_index_bits(kernel: KernelIR) -> int:
     return 32
 
 
-def build_signature(kernel: KernelIR, signs: Signs, shared_bytes: int, index_bits: int) -> KernelSignature:
+def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int, index_bits: int) -> KernelSignature:
+    """The signature of `kernel`, whose CUDA function is called `name`."""
     grid = GridTranslator(kernel, signs)
     aligns = _vector_alignments(kernel)
     params = []
-    for arg, name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
+    for arg, param, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
         dtype = _dtype(kernel, arg, index_bits)
         if dims is None:
-            params.append(ScalarParam(name, dtype))
+            params.append(ScalarParam(param, dtype))
         else:
             itemsize = byte_size(arg.type.element_type)
-            params.append(TensorParam(name, dtype, dims, max(itemsize, aligns.get(arg, itemsize))))
+            params.append(TensorParam(param, dtype, dims, max(itemsize, aligns.get(arg, itemsize))))
     try:
         return KernelSignature(
-            name=kernel.name,
+            name=name,
             params=tuple(params),
             symbols=kernel.symbols,
             grid=tuple(grid.expr(v) for v in kernel.launch_grid()),
