@@ -187,6 +187,16 @@ def test_rejects_layouts_that_are_not_tiled_bijections(thread, local, message):
         from_attr(attr, (128,), 128)
 
 
+@pytest.mark.parametrize("shape, threads, vector", [((4, 64), 128, 4), ((3, 100), 64, 8), ((1000,), 128, 8)])
+def test_inverse_gives_back_the_element_and_replica(shape, threads, vector):
+    for layout in (tiled_layout(shape, threads, vector), tiled_layout(shape, threads, vector).project([0])):
+        elements = layout.all_elements(padded=True)
+        for replica in range(layout.replicate):
+            thread, reg = layout.locate(elements, replica)
+            back, back_replica = layout.element_of(thread, reg)
+            assert np.array_equal(back, elements) and (back_replica == replica).all()
+
+
 def test_digit_validation_catches_overlaps():
     bad = TiledLayout((8,), 4, (Digit(0, 1, 4, thread=1), Digit(0, 2, 2, reg=1)))
     assert "mixed radix" in bad.problem()

@@ -98,9 +98,6 @@ class Component:
     def rank(self) -> int:
         return len(self.shape)
 
-    def fragment_names(self) -> list[str]:
-        return [n.label for n in self.nodes if n.op.name == "tile.alloc_fragment"]
-
 
 @dataclass(eq=False)
 class Projection:
@@ -233,7 +230,7 @@ def _components(kernel: _Kernel) -> list[Component]:
 
 
 def _fragment_copies(kernel: _Kernel):
-    """Whole fragment-to-fragment copies: soft equal-layout links (a dim k is b dim k)."""
+    """Whole fragment-to-fragment copies: the two fragments share one layout (dim k is dim k)."""
     for op in lir.walk_ops(kernel.kernel):
         if op.name != "tile.copy":
             continue
@@ -438,8 +435,8 @@ class _Solver:
         if lifts:
             p = lifts[0]
             vector, _ = _vector_choice(comp)
-            layout = p.lower.layout.lift(p.keep, comp.shape, vector)
             origin = p.access.op if p.access else p.soft_op
+            layout = _derived(lambda: p.lower.layout.lift(p.keep, comp.shape, vector), origin)
             self._assign(comp, layout, ("it must agree with the layout of an access in this T.Parallel", origin))
             return
         vector, vector_dim = _vector_choice(comp)
@@ -455,11 +452,12 @@ class _Solver:
                 self._check(p)
         for p in self.soft:
             if p.higher is comp and p.lower.layout is None:
-                self._assign(p.lower, comp.layout.project(p.keep), ("it receives this reduction", p.soft_op))
+                layout = _derived(lambda: comp.layout.project(p.keep).with_shape(p.lower.shape), p.soft_op)
+                self._assign(p.lower, layout, ("it receives this reduction", p.soft_op))
 
     def _project(self, p: Projection) -> None:
         if p.lower.layout is None:
-            layout = p.higher.layout.project(p.keep).with_shape(p.lower.shape)
+            layout = _derived(lambda: p.higher.layout.project(p.keep).with_shape(p.lower.shape), p.access.op)
             self._assign(p.lower, layout, (f"{p.access.fragment.label} is read here", p.access.op))
         else:
             self._check(p)
@@ -479,6 +477,15 @@ class _Solver:
             [diag.note(here[1], f"this use: {here[0]}"),
              diag.note(before[1], f"the layout it conflicts with comes from here: {before[0]}")],
         )
+
+
+def _derived(make, op) -> TiledLayout:
+    """A layout derived from another one for the use `op`, or a CompileError there saying why not."""
+    try:
+        return make()
+    except LayoutError as err:
+        raise _error(op, f"layout conflict: this use needs a layout derived from another fragment's, which "
+                     f"does not fit ({err}); {RESOLUTION}") from None
 
 
 def _member_shape(comp: Component, node: Node) -> tuple[int, ...]:

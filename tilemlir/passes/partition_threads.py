@@ -42,7 +42,6 @@ CompileError naming its line.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -392,25 +391,23 @@ class _StridedLoop:
 
 
 def _threads_hold(domain: TiledLayout, fragment: TiledLayout, dims, write: bool) -> bool:
-    """Does every thread running a point hold the fragment element it touches (and, for writes, only they)?"""
+    """Does every thread running a point hold the fragment element it touches (and, for writes, every
+    holder of a touched element run it, so no copy goes stale)?"""
     points = domain.all_elements()
-    sub = np.stack([points[:, k] if k is not None else np.zeros(len(points), dtype=np.int64) for k in dims], axis=1) \
-        if dims else np.zeros((len(points), 0), dtype=np.int64)
-    flat = np.ravel_multi_index(sub.T, fragment.shape) if dims else np.zeros(len(points), dtype=np.int64)
+    columns = [points[:, k] if k is not None else np.zeros(len(points), dtype=np.int64) for k in dims]
+    flat = np.ravel_multi_index(columns, fragment.shape) if dims else np.zeros(len(points), dtype=np.int64)
     table = fragment.holders()
-    runners = np.zeros((math.prod(fragment.shape), domain.threads), dtype=bool)
+    pairs = []
     for replica in range(domain.replicate):
         thread, _ = domain.locate(points, replica)
         if not (table[flat] == thread[:, None]).any(axis=1).all():
             return False
-        runners[flat, thread] = True
+        pairs.append(flat * domain.threads + thread)
     if not write:
         return True
-    held = np.zeros_like(runners)
-    rows = np.repeat(np.arange(len(table)), table.shape[1])
-    held[rows, table.reshape(-1)] = True
-    touched = runners.any(axis=1)
-    return bool(np.array_equal(runners[touched], held[touched]))
+    # runners are holders; equal sets exactly when every touched element has `replicate` distinct runners
+    runner_pairs = np.unique(np.concatenate(pairs))
+    return len(runner_pairs) == len(np.unique(flat)) * fragment.replicate
 
 
 # ----------------------------------------------------------------------------

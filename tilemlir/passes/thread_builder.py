@@ -11,7 +11,6 @@ they dominate every use inside it.
 from __future__ import annotations
 
 import contextlib
-import math
 
 from tilemlir.analysis.layout_ir import constant_int, operation
 from tilemlir.mlir import ir
@@ -248,6 +247,3 @@ def flat_index(builder: Builder, indices, extents) -> ir.Value:
         stride *= extent
     return builder.linear(terms)
 
-
-def box_size(extents) -> int:
-    return math.prod(extents)
