@@ -104,6 +104,14 @@ class _KernelPartition:
             if op.name == "tile.gemm":
                 raise diag.error(op, "tile.gemm lowering to threads is not implemented yet (T.gemm cannot be "
                                      "compiled to threads in this version)")
+        for op in lir.walk_ops(self.kernel):
+            if op.name == "tile.alloc_fragment":
+                for use in op.results[0].uses:
+                    user = lir.operation(use.owner)
+                    if user.name not in ("memref.load", "memref.store") or (
+                            user.name == "memref.store" and use.operand_number == 0):
+                        raise diag.error(user, f"fragment '{lir.name_of(op)}' is used by {user.name}, which "
+                                               "partition-threads cannot map onto registers")
 
     # -------------------------------------------------------------- launch
 

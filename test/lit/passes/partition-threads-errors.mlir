@@ -91,3 +91,17 @@ func.func @invalid_layout() attributes {tile.entry} {
   }) {threads = 64 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+func.func @fragment_escapes() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %x = "tile.alloc_fragment"() {name = "x", layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : () -> memref<64xf32, "fragment">
+    // expected-error @+1 {{fragment 'x' is used by memref.cast, which partition-threads cannot map onto registers}}
+    %y = memref.cast %x : memref<64xf32, "fragment"> to memref<?xf32, "fragment">
+    "tile.yield"() : () -> ()
+  }) {threads = 64 : i64} : (index) -> ()
+  return
+}
