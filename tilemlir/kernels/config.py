@@ -11,8 +11,12 @@ from dataclasses import dataclass
 
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
 CHUNK_BYTES = 16
-MAX_CHUNKS_PER_THREAD = 8
-THREAD_CHOICES = (128, 256, 512, 1024, 64, 32)
+# A row's fragments live in registers: float32 values of at most this many
+# 16-byte chunks of the input per thread keep kernels with three or four
+# row-sized fragments (LayerNorm: x, x^2, weight, bias) at a register count
+# that still lets several blocks share a multiprocessor.
+MAX_CHUNKS_PER_THREAD = 2
+MIN_THREADS, MAX_THREADS = 128, 1024
 
 
 @dataclass(frozen=True)
@@ -21,12 +25,13 @@ class RowConfig:
     block_M: int = 1
 
 
-def row_config(N: int, dtype: str) -> RowConfig:
-    """Threads per row such that every thread owns the same number (<= 8) of 16-byte chunks."""
+def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> RowConfig:
+    """The fewest threads (whole warps, 128..1024) such that each owns the same number
+    (<= max_chunks) of 16-byte chunks of a row."""
     chunks, rest = divmod(N * ELEMENT_BYTES[dtype], CHUNK_BYTES)
     if rest == 0:
-        for threads in THREAD_CHOICES:
-            if chunks % threads == 0 and chunks // threads <= MAX_CHUNKS_PER_THREAD:
+        for threads in range(MIN_THREADS, MAX_THREADS + 1, 32):
+            if chunks % threads == 0 and chunks // threads <= max_chunks:
                 return RowConfig(threads)
     # Narrow or odd rows: one warp per row, several rows per block.
     return RowConfig(threads=128, block_M=4)

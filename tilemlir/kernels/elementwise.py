@@ -1,8 +1,8 @@
 """Elementwise kernels over flat tensors of any length n: add, mul (C = A op B) and cast (Y = dtype(X)).
 
-Each block handles one tile of THREADS x CHUNKS_PER_THREAD 16-byte chunks:
-every thread owns four chunks, so loads are 16-byte vectors coalesced
-across the warp. Arithmetic happens in the tensors'
+Each block handles one tile of THREADS x ELEMENTS_PER_THREAD elements:
+every thread owns whole 16-byte chunks, so loads are 16-byte vectors
+coalesced across the warp. Arithmetic happens in the tensors'
 dtype (as PyTorch does); casts round to nearest even.
 """
 
@@ -11,11 +11,13 @@ import tilemlir.language as T
 from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES
 
 THREADS = 256
-CHUNKS_PER_THREAD = 4
+# Elements per thread, whatever the dtype: 16-bit values take a whole register
+# each, so more of them per thread would cost occupancy, not add bandwidth.
+ELEMENTS_PER_THREAD = 16
 
 
 def _tile(dtype: str) -> int:
-    return THREADS * CHUNKS_PER_THREAD * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    return THREADS * max(ELEMENTS_PER_THREAD, CHUNK_BYTES // ELEMENT_BYTES[dtype])
 
 
 def _binary(dtype: str, op: str):

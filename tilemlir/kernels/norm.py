@@ -4,6 +4,9 @@
     add_rmsnorm(N)(X, R, W, eps) -> (Y, H)     H = X + R (rounded to the dtype), Y = rmsnorm(H)
     layernorm(N)(X, W, B, eps) -> Y            Y = (X - mean) / sqrt(var + eps) * W + B
     add_layernorm(N)(X, R, W, B, eps) -> (Y, H)
+
+The weights are copied in just before the loop that uses them, so their
+registers are not live across the row reductions.
 """
 
 import tilemlir
@@ -26,12 +29,12 @@ def rmsnorm(N, dtype="bfloat16"):
             w = T.alloc_fragment((N,), T.float32)
             ss = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
             for i, j in T.Parallel(block_M, N):
                 sq[i, j] = x[i, j] * x[i, j]
             T.reduce_sum(sq, ss, dim=1)
             for i in T.Parallel(block_M):
                 ss[i] = T.rsqrt(ss[i] / N + eps)
+            T.copy(W, w)
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = x[i, j] * ss[i] * w[j]
             T.copy(x, Y[bx * block_M, 0])
@@ -57,7 +60,6 @@ def add_rmsnorm(N, dtype="bfloat16"):
             ss = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
-            T.copy(W, w)
             for i, j in T.Parallel(block_M, N):
                 h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
                 x[i, j] = T.cast(h[i, j], T.float32)
@@ -66,6 +68,7 @@ def add_rmsnorm(N, dtype="bfloat16"):
             T.reduce_sum(sq, ss, dim=1)
             for i in T.Parallel(block_M):
                 ss[i] = T.rsqrt(ss[i] / N + eps)
+            T.copy(W, w)
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = x[i, j] * ss[i] * w[j]
             T.copy(x, Y[bx * block_M, 0])
@@ -90,8 +93,6 @@ def layernorm(N, dtype="bfloat16"):
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            T.copy(B, b)
             T.reduce_sum(x, mean, dim=1)
             for i in T.Parallel(block_M):
                 mean[i] = mean[i] / N
@@ -101,6 +102,8 @@ def layernorm(N, dtype="bfloat16"):
             T.reduce_sum(sq, rstd, dim=1)
             for i in T.Parallel(block_M):
                 rstd[i] = T.rsqrt(rstd[i] / N + eps)
+            T.copy(W, w)
+            T.copy(B, b)
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
             T.copy(x, Y[bx * block_M, 0])
@@ -129,8 +132,6 @@ def add_layernorm(N, dtype="bfloat16"):
             rstd = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
-            T.copy(W, w)
-            T.copy(B, b)
             for i, j in T.Parallel(block_M, N):
                 h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
                 x[i, j] = T.cast(h[i, j], T.float32)
@@ -144,6 +145,8 @@ def add_layernorm(N, dtype="bfloat16"):
             T.reduce_sum(sq, rstd, dim=1)
             for i in T.Parallel(block_M):
                 rstd[i] = T.rsqrt(rstd[i] / N + eps)
+            T.copy(W, w)
+            T.copy(B, b)
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
             T.copy(x, Y[bx * block_M, 0])

@@ -3,9 +3,11 @@
     quant_row_fp8(N)(X[M, N]) -> (Q[M, N] fp8, S[M] fp32)       per row: S = amax / 448
     quant_block_fp8(N)(X[M, N]) -> (Q, S[M, ceil(N/128)])       per 1 x 128 block
 
-Q = fp8(x / S), rounded to nearest even; |x / S| <= 448 up to one rounding,
-which the cast maps onto 448, so Q matches PyTorch's `(x / s).to(fp8)` bit
-for bit. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
+S is computed as amax * fp32(1/448), which is what PyTorch's `amax / 448`
+does (it divides by a scalar through its reciprocal), and Q = fp8(x / S)
+with a true division, rounded to nearest even; |x / S| <= 448 up to one
+rounding, which the cast maps onto 448. So S and Q match PyTorch's
+`s = amax / 448; (x / s).to(fp8)` bit for bit. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
 0 there instead of NaN.
 """
 
@@ -16,7 +18,7 @@ from tilemlir.kernels.config import row_config
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
 GROUP = 128
-BLOCK_ROWS = 16
+BLOCK_ROWS = 32
 
 
 @tilemlir.jit(out_idx=[1, 2])
@@ -34,7 +36,7 @@ def quant_row_fp8(N, dtype="bfloat16"):
             T.copy(X[bx * block_M, 0], x)
             T.reduce_absmax(x, scale, dim=1)
             for i in T.Parallel(block_M):
-                scale[i] = T.max(scale[i], MIN_AMAX) / FP8_MAX
+                scale[i] = T.max(scale[i], MIN_AMAX) * (1.0 / FP8_MAX)
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = x[i, j] / scale[i]
             T.copy(x, Q[bx * block_M, 0])
@@ -45,25 +47,25 @@ def quant_row_fp8(N, dtype="bfloat16"):
 
 @tilemlir.jit(out_idx=[1, 2])
 def quant_block_fp8(N, dtype="bfloat16"):
+    """One block per (128-column group, BLOCK_ROWS rows) tile: no serial loop, so many tiles are in flight."""
     M = T.symbolic("M")
     groups = T.ceildiv(N, GROUP)
 
     @T.prim_func
     def quant_block_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                            S: T.Tensor((M, groups), T.float32)):
-        with T.Kernel(T.ceildiv(M, BLOCK_ROWS), threads=128) as bx:
+        with T.Kernel(groups, T.ceildiv(M, BLOCK_ROWS), threads=128) as (bg, bm):
             x = T.alloc_fragment((BLOCK_ROWS, GROUP), T.float32)
             scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
             scale_col = T.alloc_fragment((BLOCK_ROWS, 1), T.float32)
-            for g in T.serial(groups):
-                T.copy(X[bx * BLOCK_ROWS, g * GROUP], x)
-                T.reduce_absmax(x, scale, dim=1)
-                for i in T.Parallel(BLOCK_ROWS):
-                    scale[i] = T.max(scale[i], MIN_AMAX) / FP8_MAX
-                    scale_col[i, 0] = scale[i]
-                for i, j in T.Parallel(BLOCK_ROWS, GROUP):
-                    x[i, j] = x[i, j] / scale[i]
-                T.copy(x, Q[bx * BLOCK_ROWS, g * GROUP])
-                T.copy(scale_col, S[bx * BLOCK_ROWS, g])
+            T.copy(X[bm * BLOCK_ROWS, bg * GROUP], x)
+            T.reduce_absmax(x, scale, dim=1)
+            for i in T.Parallel(BLOCK_ROWS):
+                scale[i] = T.max(scale[i], MIN_AMAX) * (1.0 / FP8_MAX)
+                scale_col[i, 0] = scale[i]
+            for i, j in T.Parallel(BLOCK_ROWS, GROUP):
+                x[i, j] = x[i, j] / scale[i]
+            T.copy(x, Q[bm * BLOCK_ROWS, bg * GROUP])
+            T.copy(scale_col, S[bm * BLOCK_ROWS, bg])
 
     return quant_block_kernel

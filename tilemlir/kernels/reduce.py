@@ -7,7 +7,7 @@ from tilemlir.kernels.config import row_config
 
 def _row_reduce(N: int, kind: str):
     M = T.symbolic("M")
-    cfg = row_config(N, "float32")
+    cfg = row_config(N, "float32", max_chunks=4)
     block_M = cfg.block_M
 
     @T.prim_func

@@ -24,7 +24,7 @@ def softmax(N, dtype="float16"):
 
 def _one_pass(N, dtype):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype)
+    cfg = row_config(N, dtype, max_chunks=4)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -50,7 +50,7 @@ def _one_pass(N, dtype):
 def _online(N, dtype):
     assert N % CHUNK == 0, f"softmax: rows longer than {MAX_ROW_IN_REGISTERS} must be a multiple of {CHUNK}"
     M = T.symbolic("M")
-    cfg = row_config(CHUNK, dtype)
+    cfg = row_config(CHUNK, dtype, max_chunks=4)
     block_M = cfg.block_M
     n_chunks = N // CHUNK
 
