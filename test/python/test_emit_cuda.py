@@ -610,6 +610,24 @@ def test_shared_offsets_from_the_planner_are_honored():
     compiles(emitted)
 
 
+def test_launch_dynamic_shared_memory_size_is_a_lower_bound():
+    text = """
+func.func @k(%Y: memref<64xf32>) attributes {tile.entry, tile.arg_names = ["Y"], tile.arg_dims = [[64]], tile.symbols = []} {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %s = arith.constant 1000 : i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) dynamic_shared_memory_size %s {
+    %a = memref.alloca() {name = "a"} : memref<16xf32, "shared">
+    gpu.terminator
+  }
+  return
+}"""
+    emitted = emit_text(text)
+    assert emitted.signature.shared_bytes == 1008  # 1000 asked for, rounded up to 16
+    assert "float* a = reinterpret_cast<float*>(smem + 0);" in emitted.source
+
+
 def test_signature_fields():
     body = """
       %v = vector.load %X[%bx, %c0] : memref<?x64xbf16>, vector<4xbf16>

@@ -137,6 +137,12 @@ def _plan_shared(kernel: KernelIR) -> tuple[dict[ir.Operation, int], int]:
             offset = -(-end // SHARED_ALIGN) * SHARED_ALIGN
             offsets[op] = offset
             end = offset + _bytes(op.results[0].type)
+    requested = kernel.launch.opview.dynamicSharedMemorySize
+    if requested is not None:  # a launch that asks for dynamic shared memory itself gets at least that
+        size = irutil.const_int(requested)
+        if size is None:
+            raise error(kernel.launch, "the gpu.launch dynamic shared memory size must be a constant")
+        end = max(end, size)
     return offsets, -(-end // SHARED_ALIGN) * SHARED_ALIGN
 
 

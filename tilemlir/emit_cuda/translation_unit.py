@@ -25,7 +25,7 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) ->
     emitter = KernelEmitter(kernel, fast_math=fast_math, index_bits=bits)
     function = emitter.function()
     signature = build_signature(kernel, emitter.function_name, emitter.signs, emitter.memory.shared_bytes, bits)
-    source = _banner(kernel, signature) + emitter.prelude.text() + "\n" + function
+    source = _banner(kernel, signature) + emitter.prelude.text(function) + "\n" + function
     return EmittedKernel(source, signature, fmad=fast_math)
 
 
