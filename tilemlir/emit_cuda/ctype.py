@@ -25,7 +25,6 @@ _UNSIGNED = {1: "bool", 8: "unsigned char", 16: "unsigned short", 32: "unsigned 
 # Short names for the vector structs (`bf16x8`): they must not clash with CUDA's own (half2, float4, ...).
 _SHORT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 
-NARROW_FLOATS = ("f16", "bf16", "f8E4M3FN", "f8E5M2")
 FP8 = ("f8E4M3FN", "f8E5M2")
 
 

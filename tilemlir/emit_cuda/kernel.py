@@ -73,7 +73,7 @@ def _entry_function(module: ir.Operation) -> ir.Operation:
 
 
 def _the_launch(func: ir.Operation) -> ir.Operation:
-    body = irutil.single_block(func)
+    irutil.single_block(func)  # a structured function body
     nested = [op for op in irutil.walk(func) if op.name == "tile.kernel"]
     if nested:
         raise error(nested[0], "tile.kernel is still present: the CUDA emitter takes thread-level IR "
@@ -87,7 +87,6 @@ def _the_launch(func: ir.Operation) -> ir.Operation:
         raise error(launch, "async gpu.launch is not supported by the CUDA emitter")
     if view.clusterSizeX is not None:
         raise error(launch, "gpu.launch with thread-block clusters is not supported by the CUDA emitter yet")
-    del body
     return launch
 
 

@@ -108,9 +108,6 @@ class Memory:
     def is_registers(self, memref: ir.Value) -> bool:
         return memref in self.buffers and self.buffers[memref].space == "local"
 
-    def is_read_only(self, memref: ir.Value) -> bool:
-        return memref in self.tensors and not self.tensors[memref].written
-
     def _linear(self, tensor: Tensor, indices: list[CExpr]) -> CExpr:
         if not indices:
             return C.int_lit(0)

@@ -113,7 +113,7 @@ class InlinePlan:
                 kind = self.kind(inner)
                 if kind == "atom":
                     continue
-                if kind not in ("pure", "load", "ternary"):
+                if kind not in ("pure", "load", "ternary") or is_vector(inner.results[0]):
                     return False
                 uses = irutil.users(inner.results[0])
                 if len(uses) != 1 or uses[0][0].block != block:

@@ -17,7 +17,7 @@ import struct
 
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
-from tilemlir.emit_cuda.ctype import CTypes, float_kind, int_width, is_bool, is_unsigned
+from tilemlir.emit_cuda.ctype import FP8, CTypes, float_kind, int_width, is_bool, is_unsigned
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
@@ -156,7 +156,7 @@ class ScalarOps:
             return C.call("__half2float", e)
         if kind == "bf16":
             return C.call("__bfloat162float", e)
-        if kind in ("f8E4M3FN", "f8E5M2"):
+        if kind in FP8:
             return C.call("float", e)
         return e
 
@@ -166,7 +166,7 @@ class ScalarOps:
             return C.call("__float2half_rn", e)
         if kind == "bf16":
             return C.call("__float2bfloat16_rn", e)
-        if kind in ("f8E4M3FN", "f8E5M2"):
+        if kind in FP8:
             short = "e4m3" if kind == "f8E4M3FN" else "e5m2"
             self._prelude.helper(short if source == "f32" else f"{short}_f64")
             return C.call(f"tl_to_{short}", e)
@@ -176,7 +176,7 @@ class ScalarOps:
 
     def float_binary(self, name: str, args: list[CExpr], type_: ir.Type) -> CExpr:
         kind = float_kind(type_)
-        if kind in ("f8E4M3FN", "f8E5M2"):
+        if kind in FP8:
             widened = [self.to_float(a, kind) for a in args]
             return self.from_float(self.float_binary(name, widened, ir.F32Type.get()), kind)
         if name == "arith.negf":
@@ -229,7 +229,7 @@ class ScalarOps:
         predicate = _CMPF[op.attributes["predicate"].value]
         kind = float_kind(_elem(op.operands[0].type))
         a, b = args
-        if kind in ("f8E4M3FN", "f8E5M2"):
+        if kind in FP8:
             a, b = self.to_float(a, kind), self.to_float(b, kind)
         if predicate in ("true", "false"):
             return C.atom(predicate)

@@ -17,7 +17,7 @@ _ALL = frozenset({
     "arith.addi", "arith.muli", "arith.divui", "arith.divsi", "arith.ceildivui", "arith.ceildivsi",
     "arith.floordivsi", "arith.remui", "arith.remsi", "arith.minsi", "arith.minui", "arith.maxui",
     "arith.shrui", "arith.shrsi", "arith.shli", "arith.ori", "arith.xori", "arith.index_cast",
-    "arith.index_castui", "arith.extui", "arith.extsi", "affine.min", "affine.max",
+    "arith.index_castui", "arith.extsi", "affine.min", "affine.max",
 })
 # ops whose result is non-negative when any operand is
 _ANY = frozenset({"arith.maxsi", "arith.andi"})
