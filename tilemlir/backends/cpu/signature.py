@@ -2,7 +2,8 @@
 
 `signature_from_info` converts the frontend's `KernelInfo`;
 `signature_from_ir` reads a kernel function's tile-level attributes
-(parameters from `tile.arg_names` / `tile.arg_dims` / the argument types,
+(parameters from `tile.arg_names` / `tile.arg_dims` / `tile.arg_dtypes`
+(which tells uint8 from int8) or else the argument types,
 symbols from `tile.symbols`, assumptions from the `tile.assume` ops). The
 GPU-only fields get neutral values (grid 1x1x1, block from `threads`): the
 CPU backend uses the signature for its argument checks and outputs only.
@@ -49,13 +50,14 @@ def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelS
     types = list(function.type.inputs)
     names = _strings(attrs["tile.arg_names"]) if "tile.arg_names" in attrs else [f"arg{i}" for i in range(len(types))]
     dims = [_dims(d) for d in attrs["tile.arg_dims"]] if "tile.arg_dims" in attrs else [None] * len(types)
+    dtypes = _strings(attrs["tile.arg_dtypes"]) if "tile.arg_dtypes" in attrs else [None] * len(types)
     params = []
-    for name, type_, shape in zip(names, types, dims):
+    for name, type_, shape, dtype in zip(names, types, dims, dtypes):
         if isinstance(type_, ir.MemRefType):
             shape = shape if shape is not None else _static_shape(name, type_)
-            params.append(TensorParam(name, dtype_name(type_.element_type), tuple(shape)))
+            params.append(TensorParam(name, dtype or dtype_name(type_.element_type), tuple(shape)))
         else:
-            params.append(ScalarParam(name, dtype_name(type_)))
+            params.append(ScalarParam(name, dtype or dtype_name(type_)))
     symbols = _strings(attrs["tile.symbols"]) if "tile.symbols" in attrs else []
     return KernelSignature(
         name=function.sym_name.value,
