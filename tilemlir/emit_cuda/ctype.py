@@ -128,3 +128,14 @@ def is_unsigned(type_: ir.Type) -> bool:
 
 def is_bool(type_: ir.Type) -> bool:
     return isinstance(type_, ir.IntegerType) and type_.width == 1
+
+
+def wrap_int(value: int, type_: ir.Type, index_bits: int) -> int:
+    """`value` wrapped to the two's-complement range of an integer type (signed unless unsigned)."""
+    width = index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+    if width <= 1 or width >= 128:
+        return value
+    value &= (1 << width) - 1
+    if is_unsigned(type_):
+        return value
+    return value - (1 << width) if value >= 1 << (width - 1) else value

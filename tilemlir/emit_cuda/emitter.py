@@ -14,10 +14,11 @@ import re
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
-from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType, is_bool
+from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.memory import Memory
 from tilemlir.emit_cuda.names import Names
+from tilemlir.emit_cuda.naming import Naming
 from tilemlir.emit_cuda.plan import InlinePlan, is_vector
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.scalar import ScalarOps
@@ -32,7 +33,6 @@ _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
 _ID_VARS = {"gpu.thread_id": ("t", "threadIdx"), "gpu.block_id": ("b", "blockIdx"), "gpu.grid_dim": ("grid_", "gridDim")}
-_LOOP_LETTERS = "ijklmn"
 
 
 class KernelEmitter:
@@ -48,6 +48,7 @@ class KernelEmitter:
         self.c_names = {name: self.names.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
         self.memory = Memory(kernel, self.types, self.names, self.c_names)
         self.vectors = VectorStatements(self)
+        self.naming = Naming(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
         self.prologue: list[str] = []
         self.lines: list[str] = []
@@ -177,7 +178,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if len(uses) == 1 and uses[0][0].block == op.block:
             return self.op_expr(op)
-        name = self.names.fresh_global(self.base_name(value, op))
+        name = self.names.fresh_global(self.naming.value(value, op))
         self.prologue.append(f"const {self.c_type(value.type, op)} {name} = {self.op_expr(op).text};")
         self.exprs[value] = C.atom(name)
         return self.exprs[value]
@@ -254,7 +255,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if current is not None and len(uses) == 1 and uses[0][0].name == "scf.yield" and uses[0][0].block == current[0]:
             return current[1][uses[0][1]][0], False
-        return self.names.fresh(self.base_name(value, op)), True
+        return self.names.fresh(self.naming.value(value, op)), True
 
     def statement(self, op: ir.Operation) -> None:
         name = op.name
@@ -329,7 +330,7 @@ class KernelEmitter:
         targets = self._declare_results(op, list(body.arguments)[1:], list(op.operands)[3:])
         iv = body.arguments[0]
         self.names.push()
-        iv_name = self.names.fresh(irutil.str_attr(op, "tile.name") or self.index_base(iv) or self._loop_letter(op))
+        iv_name = self.names.fresh(self.naming.induction_variable(op))
         self.exprs[iv] = C.atom(iv_name)
         pragma = _unroll_pragma(op, lower, upper, step)
         if pragma:
@@ -365,7 +366,7 @@ class KernelEmitter:
         targets = []
         for i, result in enumerate(op.results):
             ctype = self.c_type(result.type, op)
-            name = self.names.fresh(self.base_name(result, op))
+            name = self.names.fresh(self.naming.value(result, op))
             if inits:
                 self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
                 self.exprs[args[i]] = C.atom(name)
@@ -392,67 +393,6 @@ class KernelEmitter:
             self.line(C.compound_assignment(name, expr))
 
     # -- names ------------------------------------------------------------------------------------
-    def base_name(self, value: ir.Value, op: ir.Operation) -> str:
-        """A readable name: the Python name when the IR carries one, else one from the value's use."""
-        if op.name in ("scf.for", "scf.if"):
-            given = _result_name(op, value.result_number)
-        else:
-            given = irutil.str_attr(op, "tile.name") or irutil.str_attr(op, "name")
-        if given:
-            return given
-        if isinstance(value.type, ir.IndexType):
-            return self.index_base(value) or "idx"
-        if op.name in ("memref.load", "vector.load"):
-            return self._memory_base(op.operands[0])
-        uses = irutil.users(value)
-        if is_vector(value) and len(uses) == 1 and uses[0][0].name == "vector.store":
-            return self._memory_base(uses[0][0].operands[1])  # a vector made to be stored: after where it goes
-        if op.name == "gpu.shuffle":
-            return "peer"
-        if op.name == "scf.for":
-            return "acc"
-        if is_bool(value.type):
-            return "pred"
-        return "t"
-
-    def _memory_base(self, memref: ir.Value) -> str:
-        memory = self.memory.tensors.get(memref) or self.memory.buffers.get(memref)
-        return memory.name.lower() + "v" if memory else "v"
-
-    def index_base(self, value: ir.Value) -> str | None:
-        """'row' / 'col' for an index that directly addresses a 2-D-or-more global tensor."""
-        for user, operand in irutil.users(value):
-            first = {"memref.load": 1, "vector.load": 1, "memref.store": 2, "vector.store": 2}.get(user.name)
-            if first is None or operand < first:
-                continue
-            memref = user.operands[first - 1]
-            if memref not in self.memory.tensors or memref.type.rank < 2:
-                continue
-            position = operand - first
-            if position == memref.type.rank - 1:
-                return "col"
-            if position == memref.type.rank - 2:
-                return "row"
-        return None
-
-    def _loop_letter(self, op: ir.Operation) -> str:
-        depth = 0
-        parent = op.parent
-        while parent is not None and parent.name != "gpu.launch":
-            depth += parent.name == "scf.for"
-            parent = parent.parent
-        return _LOOP_LETTERS[min(depth, len(_LOOP_LETTERS) - 1)]
-
-
-def _result_name(op: ir.Operation, number: int) -> str | None:
-    """`tile.result_names` names the values an scf.for carries (or an scf.if yields); on scf.for,
-    `tile.name` names the induction variable."""
-    if "tile.result_names" not in op.attributes:
-        return None
-    names = op.attributes["tile.result_names"]
-    if isinstance(names, ir.ArrayAttr) and number < len(names) and isinstance(names[number], ir.StringAttr):
-        return names[number].value or None
-    return None
 
 
 def _dimension(op: ir.Operation) -> str:

@@ -17,7 +17,8 @@ import struct
 
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
-from tilemlir.emit_cuda.ctype import FP8, CTypes, float_kind, int_width, is_bool, is_unsigned
+from tilemlir.emit_cuda.conversions import CONVERSIONS
+from tilemlir.emit_cuda.ctype import FP8, CTypes, float_kind, int_width, is_bool, wrap_int
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
@@ -48,10 +49,6 @@ _ORDERED = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<="}
 _UNORDERED_NOT = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
-_TO_HALF = {32: "__int2half_rn", 64: "__ll2half_rn"}
-_TO_BF16 = {32: "__int2bfloat16_rn", 64: "__ll2bfloat16_rn"}
-_UTO_HALF = {32: "__uint2half_rn", 64: "__ull2half_rn"}
-_UTO_BF16 = {32: "__uint2bfloat16_rn", 64: "__ull2bfloat16_rn"}
 
 
 def float32_literal(x: float) -> str:
@@ -73,7 +70,7 @@ def _with_point(text: str) -> str:
 class ScalarOps:
     def __init__(self, types: CTypes, signs: Signs, prelude: Prelude, fast_math: bool):
         self.types = types
-        self._signs = signs
+        self.signs = signs
         self._prelude = prelude
         self._fast = fast_math
 
@@ -81,7 +78,7 @@ class ScalarOps:
     def translate(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
         """The expression of `op`'s result (per element, for elementwise vector ops)."""
         name = op.name
-        result = _elem(op.results[0].type)
+        result = element_type(op.results[0].type)
         if name in _FLOAT_OPS or name in ("arith.remf", "arith.negf", "arith.maximumf", "arith.minimumf",
                                           "arith.maxnumf", "arith.minnumf"):
             return self.float_binary(name, args, result)
@@ -93,8 +90,8 @@ class ScalarOps:
             return self._cmpi(op, args)
         if name == "arith.select":
             return C.cond(*args)
-        if name in _CONVERSIONS:
-            return _CONVERSIONS[name](self, op, args[0], _elem(op.operands[0].type), result)
+        if name in CONVERSIONS:
+            return CONVERSIONS[name](self, op, args[0], element_type(op.operands[0].type), result)
         if name.startswith("affine."):
             return self._affine(op, args)
         if name.startswith("arith.") and len(args) == 2:
@@ -112,13 +109,13 @@ class ScalarOps:
         if isinstance(attr, ir.IntegerAttr):
             if is_bool(type_):
                 return C.atom("true" if attr.value else "false")
-            return C.int_lit(_wrap(attr.value, type_, self.types))
+            return C.int_lit(wrap_int(attr.value, type_, self.types.index_bits))
         if isinstance(attr, ir.FloatAttr):
             return self.float_constant(attr.value, type_)
         if isinstance(attr, float):  # an element of a dense vector constant
             return self.float_constant(attr, type_)
         if isinstance(attr, (bool, int)):
-            return C.atom("true" if attr else "false") if is_bool(type_) else C.int_lit(_wrap(int(attr), type_, self.types))
+            return C.atom("true" if attr else "false") if is_bool(type_) else C.int_lit(wrap_int(int(attr), type_, self.types.index_bits))
         raise ValueError(f"constant {attr} has no scalar C form")
 
     def float_constant(self, value: float, type_: ir.Type) -> CExpr:
@@ -203,7 +200,7 @@ class ScalarOps:
         if fn == "absi":
             return C.call("llabs" if self.types.scalar(type_) == "long long" else "abs", args[0])
         if fn in ("isnan", "isinf", "isfinite"):
-            operand_kind = float_kind(_elem(op.operands[0].type))
+            operand_kind = float_kind(element_type(op.operands[0].type))
             return C.call(fn, self.to_float(args[0], operand_kind))
         if kind is None or (fn not in _MATH and fn != "rsqrt"):
             raise error(op, f"'{op.name}' on {type_} is not supported by the CUDA emitter")
@@ -227,7 +224,7 @@ class ScalarOps:
 
     def _cmpf(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
         predicate = _CMPF[op.attributes["predicate"].value]
-        kind = float_kind(_elem(op.operands[0].type))
+        kind = float_kind(element_type(op.operands[0].type))
         a, b = args
         if kind in FP8:
             a, b = self.to_float(a, kind), self.to_float(b, kind)
@@ -250,8 +247,8 @@ class ScalarOps:
     def _cmpi(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
         predicate = _CMPI[op.attributes["predicate"].value]
         a, b = args
-        type_ = _elem(op.operands[0].type)
-        if predicate.startswith("u") and not self._signs.all_nonneg(*op.operands) and not is_bool(type_):
+        type_ = element_type(op.operands[0].type)
+        if predicate.startswith("u") and not self.signs.all_nonneg(*op.operands) and not is_bool(type_):
             unsigned = self.types.unsigned(type_)
             a, b = C.cast(unsigned, a), C.cast(unsigned, b)
         return C.binary(_ICMP[predicate], a, b)
@@ -260,10 +257,10 @@ class ScalarOps:
         a, b = args
         if is_bool(type_):
             return self._bool_binary(name, a, b)
-        nonneg = self._signs.all_nonneg(*operands) if operands else False
+        nonneg = self.signs.all_nonneg(*operands) if operands else False
         result = self._int_binary(name, a, b, type_, nonneg)
         if result.value is not None:
-            return C.int_lit(_wrap(result.value, type_, self.types))
+            return C.int_lit(wrap_int(result.value, type_, self.types.index_bits))
         width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
         if width < 32:  # C promotes to int: wrap back to the IR's width
             return C.cast(self.types.scalar(type_), result)
@@ -325,7 +322,7 @@ class ScalarOps:
     # -- affine ----------------------------------------------------------------------------------
     def _affine(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
         amap = ir.AffineMapAttr(op.attributes["map"]).value
-        nonneg = [self._signs.nonneg(v) for v in op.operands]
+        nonneg = [self.signs.nonneg(v) for v in op.operands]
         index = ir.IndexType.get()
         results = [self._affine_walk(e, args, nonneg, amap.n_dims, index)[0] for e in amap.results]
         if op.name == "affine.apply":
@@ -371,119 +368,5 @@ def _ceildiv_nonneg(a: CExpr, b: CExpr) -> CExpr:
     return C.div(C.add(a, bias), b)
 
 
-def _elem(type_: ir.Type) -> ir.Type:
+def element_type(type_: ir.Type) -> ir.Type:
     return type_.element_type if isinstance(type_, ir.VectorType) else type_
-
-
-def _wrap(value: int, type_: ir.Type, types: CTypes) -> int:
-    """`value` wrapped to the two's-complement range of `type_` (signed)."""
-    width = types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
-    if width <= 1 or width >= 128:
-        return value
-    value &= (1 << width) - 1
-    if is_unsigned(type_):
-        return value
-    return value - (1 << width) if value >= 1 << (width - 1) else value
-
-
-# -- conversions ------------------------------------------------------------------------------------
-
-
-def _extf(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    s, d = float_kind(src), float_kind(dst)
-    as_float = ops.to_float(e, s)
-    if d == "f64":
-        return C.cast("double", as_float)
-    return ops.from_float(as_float, d)  # f32, or fp8 -> f16/bf16 (exact through float)
-
-
-def _truncf(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    mode = op.attributes["roundingmode"] if "roundingmode" in op.attributes else None
-    if mode is not None and "to_nearest_even" not in str(mode):
-        raise error(op, f"arith.truncf with rounding mode {mode} is not supported by the CUDA emitter")
-    s, d = float_kind(src), float_kind(dst)
-    if s == "f64":
-        direct = {"f32": "float", "f16": "__double2half", "bf16": "__double2bfloat16"}
-        if d in direct:
-            return C.cast("float", e) if d == "f32" else C.call(direct[d], e)
-        return ops.from_float(e, d, source="f64")  # fp8: the double overload of the helper
-    return ops.from_float(ops.to_float(e, s), d)
-
-
-def _sitofp(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    return _int_to_float(ops, e, src, dst, unsigned=False)
-
-
-def _uitofp(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    return _int_to_float(ops, e, src, dst, unsigned=not ops._signs.nonneg(op.operands[0]))
-
-
-def _int_to_float(ops: ScalarOps, e: CExpr, src: ir.Type, dst: ir.Type, unsigned: bool) -> CExpr:
-    width = ops.types.index_bits if isinstance(src, ir.IndexType) else int_width(src)
-    if width == 1:
-        e = C.cast("int", e) if unsigned else C.unary("-", C.cast("int", e))
-        width, unsigned = 32, False
-    wide = 64 if width > 32 else 32
-    if unsigned:
-        e = C.cast({32: "unsigned int", 64: "unsigned long long"}[wide], e)
-    d = float_kind(dst)
-    if d in ("f16", "bf16"):
-        table = {"f16": _UTO_HALF if unsigned else _TO_HALF, "bf16": _UTO_BF16 if unsigned else _TO_BF16}[d]
-        return C.call(table[wide], e)
-    if d in ("f32", "f64"):
-        return C.cast("float" if d == "f32" else "double", e)
-    return ops.from_float(C.cast("double", e), d, source="f64")  # fp8: exact through double for 32-bit ints
-
-
-def _fptoint(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    ctype = ops.types.unsigned(dst) if op.name == "arith.fptoui" else ops.types.scalar(dst)
-    as_float = ops.to_float(e, float_kind(src))
-    return C.cast(ctype, as_float) if op.name == "arith.fptosi" else C.cast(ops.types.scalar(dst), C.cast(ctype, as_float))
-
-
-def _int_cast(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    """extsi / extui / trunci / index_cast / index_castui."""
-    target = ops.types.scalar(dst)
-    if is_bool(dst):
-        return C.binary("!=", C.binary("&", e, C.int_lit(1)), C.int_lit(0))
-    if is_bool(src):
-        return C.unary("-", C.cast(target, e)) if op.name == "arith.extsi" else C.cast(target, e)
-    zero_extend = op.name in ("arith.extui", "arith.index_castui") and not ops._signs.nonneg(op.operands[0])
-    widening = (ops.types.index_bits if isinstance(dst, ir.IndexType) else int_width(dst)) > (
-        ops.types.index_bits if isinstance(src, ir.IndexType) else int_width(src))
-    if zero_extend and widening:
-        e = C.cast(ops.types.unsigned(src), e)
-    if e.value is not None:
-        return C.int_lit(_wrap(e.value, dst, ops.types))
-    if ops.types.scalar(src) == target and not zero_extend:
-        return e
-    return C.cast(target, e)
-
-
-_BITCASTS = {
-    ("float", "int"): "__float_as_int", ("int", "float"): "__int_as_float",
-    ("float", "unsigned int"): "__float_as_uint", ("unsigned int", "float"): "__uint_as_float",
-    ("double", "long long"): "__double_as_longlong", ("long long", "double"): "__longlong_as_double",
-    ("half", "short"): "__half_as_short", ("short", "half"): "__short_as_half",
-    ("half", "unsigned short"): "__half_as_ushort", ("unsigned short", "half"): "__ushort_as_half",
-    ("__nv_bfloat16", "short"): "__bfloat16_as_short", ("short", "__nv_bfloat16"): "__short_as_bfloat16",
-    ("__nv_bfloat16", "unsigned short"): "__bfloat16_as_ushort",
-    ("unsigned short", "__nv_bfloat16"): "__ushort_as_bfloat16",
-}
-
-
-def _bitcast(ops: ScalarOps, op, e: CExpr, src: ir.Type, dst: ir.Type) -> CExpr:
-    pair = (ops.types.scalar(src), ops.types.scalar(dst))
-    if pair[0] == pair[1]:
-        return e
-    if pair in _BITCASTS:
-        return C.call(_BITCASTS[pair], e)
-    raise error(op, f"arith.bitcast from {src} to {dst} is not supported by the CUDA emitter")
-
-
-_CONVERSIONS = {
-    "arith.extf": _extf, "arith.truncf": _truncf, "arith.sitofp": _sitofp, "arith.uitofp": _uitofp,
-    "arith.fptosi": _fptoint, "arith.fptoui": _fptoint, "arith.extsi": _int_cast, "arith.extui": _int_cast,
-    "arith.trunci": _int_cast, "arith.index_cast": _int_cast, "arith.index_castui": _int_cast,
-    "arith.bitcast": _bitcast,
-}
