@@ -43,6 +43,7 @@ def word(name):
 config.substitutions.append(("%python", python))
 config.substitutions.append((word("tile-opt"), tool("tile-opt", "tilemlir.tools.tile_opt")))
 config.substitutions.append((word("FileCheck"), filecheck()))
+config.substitutions.append((word("emit-cuda"), f"{python} -m tilemlir.emit_cuda"))
 
 config.environment["PATH"] = os.pathsep.join([bin_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.environment["PYTHONPATH"] = repo_root
