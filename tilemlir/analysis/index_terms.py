@@ -142,9 +142,9 @@ class IndexTerms:
         self.arg_dims = _string_list(attrs["tile.arg_dims"]) if "tile.arg_dims" in attrs else []
         self.owned_facts: dict[str, list] = {}
         self._terms: dict = {}
-        self._loop_vars: dict = {}
         self._fresh = 0
-        self._depth = 0
+        self._translating: list[ir.Value] = []
+        self._origins: dict[str, ir.Value] = {}
 
     # -- public ---------------------------------------------------------------
 
@@ -160,13 +160,11 @@ class IndexTerms:
         """Int term for index/integer values, Bool term for i1 values."""
         if value in self._terms:
             return self._terms[value]
-        if self._depth > _MAX_DEPTH:
-            return self._opaque(value, "deep")
-        self._depth += 1
+        self._translating.append(value)
         try:
-            term = self._translate(value)
+            term = self._opaque(value, "deep") if len(self._translating) > _MAX_DEPTH else self._translate(value)
         finally:
-            self._depth -= 1
+            self._translating.pop()
         self._terms[value] = term
         return term
 
@@ -175,8 +173,20 @@ class IndexTerms:
         return self.int_term(loop.regions[0].blocks[0].arguments[0])
 
     def fresh_int(self, hint: str) -> z3.ArithRef:
+        """A new unconstrained integer standing for (part of) the value being translated."""
+        return self._fresh_var(hint, z3.Int)
+
+    def origin(self, name: str) -> ir.Value | None:
+        """The value whose translation introduced variable `name` (None for thread/block ids,
+        symbols and parameters, which are fixed for the whole thread)."""
+        return self._origins.get(name)
+
+    def _fresh_var(self, hint: str, make):
         self._fresh += 1
-        return z3.Int(f"{hint}!{self._fresh}")
+        var = make(f"{hint}!{self._fresh}")
+        if self._translating:
+            self._origins[var.decl().name()] = self._translating[-1]
+        return var
 
     def dim_term(self, memref: ir.Value, dim: int) -> z3.ArithRef:
         """The extent of dim `dim` of a global memref (constant, symbol, or opaque >= 1)."""
@@ -210,10 +220,7 @@ class IndexTerms:
         return self._opaque(value, op.name.replace(".", "_"))
 
     def _opaque(self, value: ir.Value, hint: str):
-        if _is_bool(value.type):
-            self._fresh += 1
-            return z3.Bool(f"{hint}!{self._fresh}")
-        return self.fresh_int(hint)
+        return self._fresh_var(hint, z3.Bool if _is_bool(value.type) else z3.Int)
 
     def _block_arg(self, value: ir.Value, block: ir.Block):
         op = block.owner
@@ -243,12 +250,11 @@ class IndexTerms:
     def _induction_var(self, loop: ir.Operation):
         view = loop.opview
         lb, ub, step = (self.int_term(v) for v in (view.lowerBound, view.upperBound, view.step))
-        self._fresh += 1
-        iv = z3.Int(f"iv!{self._fresh}")
+        iv = self._fresh_var("iv", z3.Int)
         self._terms[loop.regions[0].blocks[0].arguments[0]] = iv
         facts = [iv >= lb, iv < ub]
         if not (z3.is_int_value(step) and step.as_long() == 1):
-            k = z3.Int(f"k!{self._fresh}")
+            k = self._fresh_var("k", z3.Int)
             facts += [k >= 0, iv == lb + k * step, step >= 1]
         self._own(iv, facts)
         return iv
@@ -275,7 +281,7 @@ class IndexTerms:
                     return f"sym.{entry}"
             return f"dim.arg{index}.{dim}"
         self._fresh += 1
-        return f"dim!{self._fresh}"
+        return f"dim!{self._fresh}"  # a memref's extent: fixed wherever the memref is
 
 
 # -- per-op translations (return None to fall back to an opaque variable) ------

@@ -152,6 +152,10 @@ class Prover:
                     changed = True
         return list(chosen.values())
 
+    def variables(self, expr) -> frozenset:
+        """Names of the variables in a Z3 term."""
+        return self._vars_of(expr)
+
     def _vars_of(self, expr) -> frozenset:
         """Names of the uninterpreted constants in `expr`, memoized per subterm (terms share many)."""
         # Z3 reuses the id of a freed term: each entry keeps its term alive so the id stays its own.

@@ -174,7 +174,10 @@ class _Vectorizer:
     # -- proving ---------------------------------------------------------------
 
     def _plan(self, run: _Run, item: _Item) -> bool:
-        if not self._contiguous(run, item):
+        terms = self._index_terms(item)
+        if item.guard is not None:
+            terms.append(self.prover.terms.bool_term(item.guard.operands[0]))
+        if not all(self._iteration_exact(run, t) for t in terms) or not self._contiguous(run, item):
             return False
         eb = item.access.element_bytes
         for width in _WIDTHS:
@@ -187,6 +190,18 @@ class _Vectorizer:
                     item.lanes, item.mode, item.checked_lanes = lanes, mode, checked
                     return True
         return False
+
+    def _iteration_exact(self, run: _Run, term) -> bool:
+        """Whether `term` is a function of the run's induction variable and of values fixed across
+        its iterations, so that substituting another iteration for the variable is that iteration's
+        value (a variable standing for a value computed inside the loop, e.g. a load, is not)."""
+        loop, terms = run.loop, self.prover.terms
+        iv_value = _iv_value(loop)
+        for name in self.prover.variables(term):
+            origin = terms.origin(name)
+            if origin is not None and origin != iv_value and _defined_inside(origin, loop):
+                return False
+        return True
 
     def _iv(self, run: _Run):
         return self.prover.terms.loop_var(run.loop)
@@ -254,14 +269,12 @@ class _Vectorizer:
 
     def _register_side_ok(self, run: _Run, item: _Item, register_op: ir.Operation) -> bool:
         """The register buffer index is `reg0 + iv` with `reg0` a multiple of the lanes."""
-        terms = self.prover.terms
-        iv, lb = self._iv(run), z3.IntVal(run.lb)
-        reg_index = list(register_op.operands)[-1]
-        if register_op.name != "memref.load" and register_op.name != "memref.store":
-            return False
         if len(list(register_op.operands)) != (3 if register_op.name == "memref.store" else 2):
+            return False  # a multi-dimensional buffer
+        iv, lb = self._iv(run), z3.IntVal(run.lb)
+        reg = self.prover.terms.int_term(list(register_op.operands)[-1])
+        if not self._iteration_exact(run, reg):
             return False
-        reg = terms.int_term(reg_index)
         at_lb = z3.substitute(reg, (iv, lb))
         if not self.prover.prove(reg == at_lb + (iv - lb), register_op).proved:
             return False
@@ -520,6 +533,12 @@ def _clone_slice(value: ir.Value, loop: ir.Operation, mapping: dict, ip, graveya
     result = clone.results[value.result_number]
     mapping[value] = result
     return result
+
+
+def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
+    owner = value.owner
+    op = as_op(owner.owner) if isinstance(owner, ir.Block) else as_op(owner)
+    return _inside(op, loop)
 
 
 def _inside(op: ir.Operation, loop: ir.Operation) -> bool:
