@@ -17,10 +17,11 @@ How layouts are found:
   any parallel loop (every thread runs that code).
 - Chosen layouts (`analysis.layouts.tiled_layout`): each still-open
   component, highest rank and size first, gets the block's threads spread
-  with 16 bytes of the narrowest global element type it touches
-  contiguously per register run, and the dim a `tile.reduce` reduces as
-  the fastest-varying thread dim (lanes, then warps). A component that
-  others' projections already constrain is lifted from them instead.
+  with 16 bytes per register run of the element type it loads from global
+  memory contiguously (else of what it stores there, else of shared
+  memory), and the dim a `tile.reduce` reduces as the fastest-varying
+  thread dim (lanes, then warps). A component that others' projections
+  already constrain is lifted from them instead.
 - Soft links: a `tile.reduce` destination prefers the projection of its
   source; a whole fragment-to-fragment copy prefers equal layouts. Where
   they end up different, lower-tile-ops exchanges through shared memory.
@@ -91,7 +92,8 @@ class Component:
     shape: tuple[int, ...]
     layout: TiledLayout | None = None
     origin: tuple[str, ir.Operation] | None = None
-    vectors: dict[int, int] = field(default_factory=dict)  # dim -> elements per 16 bytes
+    # dim -> (priority, elements per 16 bytes): global loads, then global stores, then shared accesses
+    vectors: dict[int, tuple[int, int]] = field(default_factory=dict)
     fast_dim: int | None = None
 
     @property
@@ -285,34 +287,45 @@ def _note_preferences(kernel: _Kernel) -> list[tuple[Component, Component, list[
             if link:
                 reduces.append(link)
         elif op.name == "tile.atomic_add" and op.operands[1] in kernel.fragments:
-            _prefer_vector(kernel.fragments[op.operands[1]], op.operands[0].type)
+            _prefer_vector(kernel.fragments[op.operands[1]], op.operands[0].type, GLOBAL_STORE)
     for parallel in kernel.parallels:
         _prefer_parallel_vector(parallel)
     return reduces
 
 
-def _prefer_vector(node: Node, element_type_source: ir.Type, dim: int | None = None) -> None:
+GLOBAL_LOAD, GLOBAL_STORE, SHARED_ACCESS = 3, 2, 1
+
+
+def _access_priority(memref_type: ir.Type, is_load: bool) -> int | None:
+    space = memory_space(memref_type)
+    if space is None:
+        return GLOBAL_LOAD if is_load else GLOBAL_STORE
+    return SHARED_ACCESS if space == "shared" else None
+
+
+def _prefer_vector(node: Node, memref_type: ir.Type, priority: int, dim: int | None = None) -> None:
+    """Note that `node`'s `dim` (default: its last) is contiguous in a `memref_type` access.
+
+    16-byte runs of the element type of global loads win over those of global
+    stores (loads are what a thread waits for), and both over shared accesses."""
     eff = node.eff
-    if not eff:
-        return
-    k = len(eff) - 1 if dim is None else eff.index(dim) if dim in eff else None
+    k = (len(eff) - 1 if eff else None) if dim is None else eff.index(dim) if dim in eff else None
     if k is None:
         return
     comp_dim = node.perm[k]
-    width = vector_elements(element_type_source.element_type if isinstance(element_type_source, ir.MemRefType)
-                            else element_type_source)
-    node.comp.vectors[comp_dim] = max(node.comp.vectors.get(comp_dim, 1), width)
+    candidate = (priority, vector_elements(memref_type.element_type))
+    node.comp.vectors[comp_dim] = max(node.comp.vectors.get(comp_dim, (0, 1)), candidate)
 
 
 def _prefer_copy_vector(kernel: _Kernel, op: ir.Operation) -> None:
     src, dst = op.operands[0], op.operands[1]
     box = [attr.value for attr in op.attributes["shape"]]
-    for near, far in ((src, dst), (dst, src)):
+    for near, far, far_is_source in ((src, dst, False), (dst, src, True)):
         node = kernel.fragments.get(near)
-        if node is None or box[-1] == 1 or near.type.shape[-1] == 1:
+        priority = _access_priority(far.type, far_is_source)
+        if node is None or priority is None or box[-1] == 1 or near.type.shape[-1] == 1:
             continue
-        if memory_space(far.type) in (None, "shared"):
-            _prefer_vector(node, far.type, dim=near.type.rank - 1)
+        _prefer_vector(node, far.type, priority, dim=near.type.rank - 1)
 
 
 def _prefer_parallel_vector(parallel: Node) -> None:
@@ -321,12 +334,12 @@ def _prefer_parallel_vector(parallel: Node) -> None:
         if op.name not in ("memref.load", "memref.store"):
             continue
         memref = op.operands[1] if op.name == "memref.store" else op.operands[0]
-        if memory_space(memref.type) not in (None, "shared") or memref.type.rank == 0:
+        priority = _access_priority(memref.type, op.name == "memref.load")
+        if priority is None or memref.type.rank == 0:
             continue
-        last = op.operands[-1]
-        arg = _contiguous_arg(last, block)
+        arg = _contiguous_arg(op.operands[-1], block)
         if arg is not None and arg in parallel.eff:
-            _prefer_vector(parallel, memref.type, dim=arg)
+            _prefer_vector(parallel, memref.type, priority, dim=arg)
 
 
 def _contiguous_arg(value: ir.Value, block: ir.Block) -> int | None:
@@ -509,10 +522,11 @@ def _holds_every_read(domain: TiledLayout, keep: list[int], fragment: TiledLayou
 
 
 def _vector_choice(comp: Component) -> tuple[int, int | None]:
+    """(elements per register run, the dim they run along) from the strongest preference."""
     if not comp.vectors:
         return 1, None
     dim = max(comp.vectors, key=lambda d: (comp.vectors[d], d))
-    return comp.vectors[dim], dim
+    return comp.vectors[dim][1], dim
 
 
 def _tiled(shape, threads, vector, vector_dim, fast_dim) -> TiledLayout:
