@@ -276,7 +276,8 @@ class _PartitionedLoop:
                                  "(its layout disagrees with the layout of this T.Parallel)")
 
     def _masks(self):
-        """(needed register digits, dim, stride, bound) per padded dim: index[dim] < extent."""
+        """Per padded dim, `index < extent` as (digits it needs, base, bound): digits of stride >= base,
+        scaled by 1/base, below bound (base divides the extent, so the run below it needs no test)."""
         masks = []
         for k, (extent, padded) in enumerate(zip(self.extents, self.layout.padded_shape)):
             if padded <= extent:
