@@ -28,6 +28,8 @@ from tilemlir.mlir import ir
 from tilemlir.passes.diag import error, source_location
 
 MAX_FULL_UNROLL = 256
+# A loop that does not index registers is still unrolled when the copies stay this small.
+MAX_UNROLLED_OPS = 256
 MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
@@ -409,9 +411,35 @@ def _unroll_pragma(op: ir.Operation, lower: CExpr, upper: CExpr, step: CExpr) ->
         return "#pragma unroll"
     if lower.value is not None and upper.value is not None and step.value:
         trips = max(0, -(-(upper.value - lower.value) // step.value))
-        if trips <= MAX_FULL_UNROLL:
+        if trips <= MAX_FULL_UNROLL and (_indexes_registers(op) or trips * _size(op) <= MAX_UNROLLED_OPS):
             return "#pragma unroll"
     return None
+
+
+def _size(loop: ir.Operation) -> int:
+    return sum(1 for _ in irutil.walk(loop))
+
+
+_ACCESSES = ("memref.load", "memref.store", "vector.load", "vector.store")
+
+
+def _indexes_registers(loop: ir.Operation) -> bool:
+    """Whether the loop variable (through index arithmetic) indexes a "local" register array.
+
+    Those loops must be unrolled, or the array moves to local memory; a user's serial
+    loop that only walks global memory (a chunk loop) stays a loop, so its body is
+    not copied once per iteration into the register allocator's way."""
+    derived = {loop.regions[0].blocks[0].arguments[0]}
+    for op in irutil.walk(loop):
+        operands = list(op.operands)
+        if op.name in _ACCESSES:
+            memref_index = 1 if op.name.endswith("store") else 0
+            ref_type = operands[memref_index].type
+            if irutil.memory_space(ref_type) == "local" and any(v in derived for v in operands[memref_index + 1:]):
+                return True
+        elif op.name.startswith(("arith.", "affine.", "index.")) and any(v in derived for v in operands):
+            derived.update(op.results)
+    return False
 
 
 def _unsupported(op: ir.Operation):
