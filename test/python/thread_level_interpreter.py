@@ -10,8 +10,6 @@ insert-guards implements). Vector accesses must also be aligned to their
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tilemlir.mlir import ir
@@ -219,7 +217,3 @@ def _constant(attr):
 def _pad(op, lanes):
     value = _constant(op.attributes["tile.pad"]) if "tile.pad" in op.attributes else 0.0
     return np.full([lanes], value) if lanes > 1 else value
-
-
-def is_nan_free(array) -> bool:
-    return not any(math.isnan(x) for x in np.asarray(array).ravel())

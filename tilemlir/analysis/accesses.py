@@ -1,9 +1,9 @@
-"""Global-memory accesses of thread-level IR and the index facts that keep them in range.
+"""Global-memory accesses of thread-level IR, and the row-major strides of the tensors they touch.
 
 A global access is a `memref.load`/`memref.store`/`vector.load`/
-`vector.store` on a memref without memory space (a kernel tensor,
-docs/ir.md). A vector access covers `lanes` consecutive elements along the
-last dim.
+`vector.store`, or a scalar `tile.atomic_add`, on a memref without memory
+space (a kernel tensor, docs/ir.md). A vector access covers `lanes`
+consecutive elements along the last dim.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import z3
 from tilemlir.analysis.index_terms import IndexTerms
 from tilemlir.mlir import ir
 
+# op name -> (is a load, position of the memref operand, position of the first index)
 _KINDS = {
-    "memref.load": (True, 0),
-    "memref.store": (False, 1),
-    "vector.load": (True, 0),
-    "vector.store": (False, 1),
+    "memref.load": (True, 0, 1),
+    "memref.store": (False, 1, 2),
+    "vector.load": (True, 0, 1),
+    "vector.store": (False, 1, 2),
+    "tile.atomic_add": (False, 0, 2),
 }
 
 
@@ -41,7 +43,13 @@ class GlobalAccess:
 
     @property
     def stored_value(self) -> ir.Value | None:
-        return None if self.is_load else self.op.operands[0]
+        if self.is_load:
+            return None
+        return self.op.operands[1] if self.is_atomic else self.op.operands[0]
+
+    @property
+    def is_atomic(self) -> bool:
+        return self.op.name == "tile.atomic_add"
 
     @property
     def rank(self) -> int:
@@ -65,16 +73,18 @@ def global_access(op: ir.Operation) -> GlobalAccess | None:
     kind = _KINDS.get(op.name)
     if kind is None:
         return None
-    is_load, memref_pos = kind
+    is_load, memref_pos, first_index = kind
     operands = list(op.operands)
     memref = operands[memref_pos]
     if not is_global(memref.type):
         return None
+    if op.name == "tile.atomic_add" and isinstance(operands[1].type, ir.MemRefType):
+        return None  # a whole-buffer add: its lowering guards the elements it writes
     lanes = 1
     if op.name.startswith("vector."):
         vector_type = op.results[0].type if is_load else operands[0].type
         lanes = vector_type.shape[-1] if vector_type.rank == 1 else -1
-    return GlobalAccess(op, is_load, memref, tuple(operands[memref_pos + 1 :]), lanes)
+    return GlobalAccess(op, is_load, memref, tuple(operands[first_index:]), lanes)
 
 
 def global_accesses(root: ir.Operation) -> list[GlobalAccess]:
@@ -89,20 +99,6 @@ def global_accesses(root: ir.Operation) -> list[GlobalAccess]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
-
-
-def bound_goals(terms: IndexTerms, access: GlobalAccess, indices=None) -> list[tuple[int, str, z3.BoolRef]]:
-    """(dim, "lower"|"upper", goal) for every bound the access must respect.
-
-    `indices` overrides the index terms (e.g. at one lane of a loop)."""
-    index_terms = indices if indices is not None else [terms.int_term(v) for v in access.indices]
-    goals = []
-    last = access.rank - 1
-    for dim, index in enumerate(index_terms):
-        extra = access.lanes - 1 if dim == last else 0
-        goals.append((dim, "lower", index >= 0))
-        goals.append((dim, "upper", index + extra < terms.dim_term(access.memref, dim)))
-    return goals
 
 
 def row_major_strides(terms: IndexTerms, memref: ir.Value) -> list:

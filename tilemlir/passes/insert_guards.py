@@ -2,7 +2,8 @@
 
 Takes thread-level IR (docs/ir.md, after partition-threads) and gives the
 same IR where each `memref.load`/`memref.store`/`vector.load`/
-`vector.store` on a global memref inside a `gpu.launch` whose indices a
+`vector.store`/scalar `tile.atomic_add` on a global memref inside a
+`gpu.launch` whose indices a
 cheap range analysis (`tilemlir.analysis.intervals`) cannot keep in
 bounds is wrapped in a guard (`tilemlir.passes.guards`): an `scf.if` on
 the failing checks, marked `tile.guard`; a load's else branch yields its

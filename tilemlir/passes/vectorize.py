@@ -8,11 +8,15 @@ inside its own guard) — has its global accesses turned into
 `vector.load`/`vector.store` when Z3 (`tilemlir.analysis.prover`) proves,
 for each vector of `w` lanes starting at iteration `s`:
 
-- contiguity: the last index is `base + iv`, the other indices do not move;
-- in range: every lane is inside the tensor (under the guard at lane `s`);
+- contiguity: the last index is `base + iv`, the other indices do not move
+  (indices and guards must be functions of `iv` and of values fixed across
+  the loop: a value loaded inside the run makes it stay scalar);
+- in range: every lane is inside the tensor (where the vector runs);
 - alignment: the row-major offset at `s` is a multiple of `w` elements
   (base pointers are 16-byte aligned: the runtime checks that);
-- a guard inside the run is uniform: it holds for all `w` lanes or none.
+- for an access inside a guard: either the guard is uniform (it holds for
+  all `w` lanes or none), or where it holds at the last lane (or the first,
+  or both) it holds at every lane.
 
 The widest of 16/8/4/2 bytes that works for every access of the run is
 used; otherwise the run stays scalar. Forms produced:
@@ -23,21 +27,28 @@ used; otherwise the run stays scalar. Forms produced:
       %v = vector.load %X[%r, %c] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
       vector.store %v, %x[%reg] : memref<32xbf16, "local">, vector<8xbf16>
 
-  and the mirror image for a copy out of registers;
+  and the mirror image for a copy out of registers (`vector.load` of the
+  buffer, `vector.store` to the tensor);
 - anything else: the run is unrolled; each global load becomes one
   `vector.load` before it and its lanes `vector.extract %v[k]`; each
   global store collects its lanes with `vector.from_elements` and becomes
   one `vector.store` after it;
-- a guarded access keeps one guard per vector, on the condition at its
-  first lane: `scf.if %ok -> (vector<8xbf16>) { vector.load } else
-  { arith.constant dense<pad> }` (`tile.guard`), or `scf.if %ok {
-  vector.store }`.
+- a guarded access keeps one guard (`scf.if`, `tile.guard`) per vector.
+  Uniform guard, on the first lane's condition: `scf.if %ok ->
+  (vector<8xbf16>) { vector.load } else { arith.constant dense<pad> }`,
+  or `scf.if %ok { vector.store }`. Otherwise, on the checked lanes'
+  conditions, with the original guarded scalar lanes as the fallback:
+  `scf.if %ok -> (vector<8xf16>) { vector.load } else { 8 guarded
+  memref.load; vector.from_elements }`, or `scf.if %ok { vector.store }
+  else { 8 x (vector.extract; guarded memref.store) }`.
 
+Every global vector access carries `alignment` = its width in bytes.
 Distinct tensor arguments are assumed not to overlap (as `__restrict__`);
 a run that loads and stores the same tensor stays scalar.
 
 Statistics: vectorized-16B, vectorized-8B, vectorized-4B, vectorized-2B
-(vector accesses made), runs-vectorized, runs-scalar.
+(vector accesses made), vectorized-with-fallback, runs-vectorized,
+runs-scalar.
 """
 
 from __future__ import annotations
@@ -47,7 +58,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from tilemlir.analysis.accesses import GlobalAccess, element_bytes, global_access, is_global, row_major_strides
+from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, row_major_strides
 from tilemlir.analysis.index_terms import constant_int
 from tilemlir.analysis.prover import Prover
 from tilemlir.mlir import ir
@@ -454,13 +465,17 @@ def _plain_op(op: ir.Operation) -> bool:
 def _item_of(op: ir.Operation) -> _Item | None:
     access = global_access(op)
     if access is not None:
-        return _Item(access, None) if access.lanes == 1 else None
+        return _Item(access, None) if _scalar_load_or_store(access) else None
     if is_guard(op) and not _guard_extra_ops(op):
         inner = guarded_access(op)
         access = global_access(inner) if inner is not None else None
-        if access is not None and access.lanes == 1:
+        if access is not None and _scalar_load_or_store(access):
             return _Item(access, op)
     return None
+
+
+def _scalar_load_or_store(access: GlobalAccess) -> bool:
+    return access.lanes == 1 and not access.is_atomic
 
 
 def _guard_extra_ops(guard: ir.Operation) -> bool:

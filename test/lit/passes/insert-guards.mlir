@@ -2,11 +2,11 @@
 // RUN: tile-opt %s --split-input-file -p insert-guards | FileCheck %s
 // RUN: tile-opt %s --split-input-file -p insert-guards --pass-statistics 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
 
-// Over the three functions below: 1 + 1 + (1 + 4 lanes) guards; the in-range store of
+// Over the four functions below: 1 + 1 + (1 + 4 lanes) + 1 guards; the in-range store of
 // @store_both_checks and the vector store of @vector_load need none.
 // STATS: insert-guards
 // STATS-NEXT: (S) 2 accesses-in-range
-// STATS-NEXT: (S) 7 guards-inserted
+// STATS-NEXT: (S) 8 guards-inserted
 
 // A load of a dynamic row: only the row check is needed (the column stays in 0..4095 for every
 // thread and loop iteration); the else branch yields the load's tile.pad (-inf: a max reduction).
@@ -107,6 +107,26 @@ func.func @vector_load(%X: memref<?xf32>, %Y: memref<256xf32>) attributes {tile.
     %i = arith.muli %tx, %c4 : index
     %v = vector.load %X[%i] : memref<?xf32>, vector<4xf32>
     vector.store %v, %Y[%i] : memref<256xf32>, vector<4xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A scalar atomic add into a global tensor is a write: it is dropped out of range.
+// CHECK-LABEL: func.func @atomic_add
+// CHECK: %[[OK:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: scf.if %[[OK]] {
+// CHECK-NEXT: "tile.atomic_add"(%arg0, %{{.+}}, %{{.+}}) : (memref<?xf32>, f32, index) -> ()
+// CHECK-NEXT: } {tile.guard}
+func.func @atomic_add(%Out: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["Out"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    "tile.atomic_add"(%Out, %one, %tx) : (memref<?xf32>, f32, index) -> ()
     gpu.terminator
   }
   return

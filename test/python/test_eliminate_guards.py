@@ -1,0 +1,77 @@
+"""eliminate-guards: only proofs remove guards, and the pass checks that at its end.
+
+(The rewrites themselves are covered by test/lit/passes/eliminate-guards.mlir
+and, for soundness, test_guards_fuzz.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tilemlir.analysis.prover import Prover, Verdict, clear_cache
+from tilemlir.errors import CompileError
+from tilemlir.mlir import ir, make_context
+from tilemlir.passes import eliminate_guards
+from tilemlir.passes.guards import guards_in, inline_then
+from tilemlir.passes.runner import run_pipeline
+
+KERNEL = """
+func.func @rows(%X: memref<?x4096xf32>, %Y: memref<?xf32>)
+    attributes {tile.entry, tile.arg_names = ["X", "Y"], tile.arg_dims = [["M", 4096], ["N"]],
+                tile.symbols = ["M", "N"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %M = memref.dim %X, %c0 : memref<?x4096xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %M, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %v = memref.load %X[%bx, %tx] {tile.pad = 0.0 : f32} : memref<?x4096xf32>
+    memref.store %v, %Y[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def _statistics(report) -> dict:
+    return {name: stat.value for counters in report.statistics.values() for name, stat in counters.items()}
+
+
+def _guards(module) -> int:
+    return len(guards_in(module.body.operations[0].operation))
+
+
+def test_guards_are_removed_when_proved():
+    clear_cache()
+    with make_context():
+        module = ir.Module.parse(KERNEL)
+        stats = _statistics(run_pipeline(module, "insert-guards,eliminate-guards"))
+        # bx < M holds (grid = M); bx < N does not: Y has its own length.
+        assert (stats["guards-inserted"], stats["guards-proved"], stats["guards-kept"]) == (2, 1, 1)
+        assert _guards(module) == 1
+
+
+def test_a_timed_out_query_keeps_its_guard(monkeypatch):
+    clear_cache()
+    monkeypatch.setattr(Prover, "_solve", lambda self, facts, goal: Verdict.TIMEOUT)
+    with make_context():
+        module = ir.Module.parse(KERNEL)
+        stats = _statistics(run_pipeline(module, "insert-guards,eliminate-guards"))
+        assert stats["guards-proved"] == 0 and stats["guards-folded"] == 0
+        assert stats["guards-kept"] == 2 and stats["guards-timed-out"] == 2
+        assert _guards(module) == 2
+    clear_cache()  # the fake timeouts must not answer later tests
+
+
+def test_a_guard_removed_without_proof_is_an_internal_error(monkeypatch):
+    clear_cache()
+
+    def careless(self, guard):  # drops every guard, recording nothing
+        inline_then(guard, self.graveyard)
+
+    monkeypatch.setattr(eliminate_guards._Eliminator, "_simplify", careless)
+    with make_context():
+        module = ir.Module.parse(KERNEL)
+        with pytest.raises(CompileError, match=r"2 guard\(s\) removed without a proof"):
+            run_pipeline(module, "insert-guards,eliminate-guards")
