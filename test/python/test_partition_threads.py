@@ -163,3 +163,33 @@ def test_shared_memory_reused_across_a_pipelined_loop_is_race_free():
     # iteration's readers) and one before its read.
     loop = next(op for op in walk_ops(module.operation) if op.name == "scf.for" and "tile.num_stages" in op.attributes)
     assert sum(1 for op in walk_ops(loop) if op.name == "gpu.barrier") == 2
+
+
+@tilemlir.jit(out_idx=[1])
+def row_statistic_through_shared():
+    @T.prim_func
+    def through_shared(X: T.Tensor((4, 64), T.float32), Y: T.Tensor((4, 64), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            x = T.alloc_fragment((4, 64), T.float32)
+            m = T.alloc_fragment((4,), T.float32)
+            s = T.alloc_shared((4,), T.float32)
+            T.copy(X, x)
+            T.reduce_max(x, m, dim=1)
+            for i in T.Parallel(4):
+                s[i] = m[i] * 2.0
+            for i in T.Parallel(4):
+                m[i] = s[i]
+            for i, j in T.Parallel(4, 64):
+                x[i, j] = x[i, j] - m[i]
+            T.copy(x, Y)
+
+    return through_shared
+
+
+def test_a_replicated_write_then_read_of_shared_memory_needs_a_barrier():
+    # m is replicated over the 16 threads of a row: replica 0 writes s[i], all 16 read it back.
+    x = np.random.default_rng().standard_normal((4, 64)).astype(np.float32)
+    module = thread_ir(row_statistic_through_shared.instantiate())
+    assert str(module).count("gpu.barrier") == 1
+    (y,) = ps.call(module, [x], [1])
+    assert ps.relative_error(y, x - 2 * x.max(1, keepdims=True)) < 1e-7

@@ -48,7 +48,7 @@ import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import Digit, TiledLayout
-from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
+from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, layout_parts, memory_space
 from tilemlir.mlir import gpu, ir
 from tilemlir.passes import diag, register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
@@ -512,16 +512,11 @@ def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:
     if lir.LAYOUT_ATTR in parallel.attributes and all(
         isinstance(i, ir.BlockArgument) and i.owner == block for i in indices
     ) and lir.operation(op.parent) == parallel:
-        thread_map, _, replicate = _thread_part(parallel)
-        who = (thread_map, replicate, tuple(lir.static_extents(parallel)), tuple(i.arg_number for i in indices))
+        thread_map, _, replicate = layout_parts(parallel.attributes[lir.LAYOUT_ATTR])
+        # In a replicated loop replica 0 writes and every replica reads: never one thread.
+        if replicate == 1:
+            who = (str(thread_map), tuple(lir.static_extents(parallel)), tuple(i.arg_number for i in indices))
     return _SharedAccess(memref, op.name.endswith("store"), who)
-
-
-def _thread_part(parallel: ir.Operation):
-    from tilemlir.dialects.tile import layout_parts
-
-    thread_map, local_map, replicate = layout_parts(parallel.attributes[lir.LAYOUT_ATTR])
-    return str(thread_map), str(local_map), replicate
 
 
 @register_pass("partition-threads", "turn tile.kernel / tile.parallel into gpu.launch and per-thread loops")
