@@ -124,3 +124,21 @@ def test_cast_bf16_to_fp8_bitwise(level, rng):
     x = (rng.standard_normal(5000) * 50).astype(BF16)
     y = cpu(elementwise.cast, level, src="bfloat16", dst="float8_e4m3")(x)
     assert np.array_equal(y.view(np.uint8), x.astype(np.float32).astype(FP8).view(np.uint8))
+
+
+CUDA_CASES = [
+    (elementwise.add, {"dtype": "bfloat16"}),
+    (elementwise.cast, {"src": "float32", "dst": "bfloat16"}),
+    (softmax.softmax, {"N": 65536, "dtype": "bfloat16"}),
+    *[(factory, {"N": n}) for n in (4096, 576) for factory in (
+        norm.rmsnorm, norm.add_layernorm, reduce.row_sum, quant.quant_row_fp8, quant.quant_block_fp8,
+        activation.silu_mul)],
+]
+
+
+@pytest.mark.parametrize("factory,kwargs", CUDA_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_library_kernel_compiles_to_cuda_with_16_byte_loads(factory, kwargs):
+    kernel = factory(**kwargs)  # emits CUDA and compiles it with NVRTC for sm_90a (no GPU needed)
+    assert kernel.cubin[:4] == b"\x7fELF"
+    source = kernel.cuda_source()
+    assert "*reinterpret_cast<const " in source, "no 16-byte vector load in the generated source"

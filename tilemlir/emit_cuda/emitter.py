@@ -169,6 +169,10 @@ class KernelEmitter:
     def _host_value(self, value: ir.Value, op: ir.Operation) -> CExpr:
         """A value computed before the gpu.launch (from parameters and symbols): written in place when it
         is an atom or used once, else computed once at the top of the kernel."""
+        if op.name == "arith.constant" and isinstance(value.type, ir.VectorType):
+            # canonicalize hoists constant vectors (a guard's zero fill) out of the launch
+            self.exprs[value] = self.vectors.constant(op)
+            return self.exprs[value]
         kind = self.plan.kind(op)
         if kind not in ("atom", "pure"):
             raise error(op, f"'{op.name}' before the gpu.launch cannot be used inside the kernel "

@@ -80,6 +80,13 @@ class VectorStatements:
         self._loop(vector_length(value.type), f"{name}.v[{lane.text}] = {self.element(value, lane).text};")
         return C.atom(name)
 
+    def constant(self, op: ir.Operation) -> CExpr:
+        """A constant vector as a struct initializer expression."""
+        result = op.results[0]
+        struct = self.struct(result.type, op)
+        values = ", ".join(self._e.scalar.constant(a, result.type.element_type).text for a in dense_elements(op))
+        return C.atom(f"{struct}{{{{{values}}}}}")
+
     def _loop(self, length: int, body: str, start: int = 0) -> None:
         lane = self.lane()
         self._e.line("#pragma unroll")
@@ -101,7 +108,7 @@ class VectorStatements:
         if op.name == "vector.load":
             self._load(op, struct, typed, length)
         elif op.name == "arith.constant":
-            values = [self._e.scalar.constant(a, result.type.element_type).text for a in op.attributes["value"]]
+            values = [self._e.scalar.constant(a, result.type.element_type).text for a in dense_elements(op)]
             self._e.wrapped(f"{'const ' if declare else ''}{typed} = {{{{", values, "}};")
         elif op.name in ("vector.broadcast", "vector.splat"):
             if isinstance(op.operands[0].type, ir.VectorType):
@@ -219,3 +226,12 @@ def _accumulates_carried(op: ir.Operation) -> bool:
     return (loop.name == "scf.for" and len(uses) == 1 and len(result_uses) == 1
             and result_uses[0][0].name == "scf.yield" and result_uses[0][0].block == carried.owner
             and result_uses[0][1] == carried.arg_number - 1)
+
+
+def dense_elements(op: ir.Operation) -> list:
+    """The elements of a dense vector constant. The bindings cannot iterate bf16/f8 dense
+    attributes, but every such constant our passes make is a splat."""
+    attr = op.attributes["value"]
+    if attr.is_splat:
+        return [attr.get_splat_value()] * vector_length(op.results[0].type)
+    return list(attr)
