@@ -86,7 +86,9 @@ class JitFunction:
     """A function decorated with `@tilemlir.jit`: a kernel, or a factory returning one.
 
     A kernel's body has a top-level `with T.Kernel(...)` block; calling it
-    compiles it (once per target) and launches it. Any other decorated
+    compiles it (once per target) and launches it. A CUDA kernel compiled
+    before, by any process, is loaded from the disk cache by its Python
+    source (`tilemlir.source_cache`) without running the frontend. Any other decorated
     function is a factory: its parameters are compile-time values and it
     returns a kernel function; calling it returns a compiled `Kernel`,
     cached per distinct argument values.
@@ -206,16 +208,43 @@ class JitFunction:
         return tuple(result)
 
     def compile(self, target: str | None = None, **options) -> "Kernel":
-        """The compiled kernel for `target` (cached per target and options)."""
+        """The compiled kernel for `target` (cached per target and options, in memory and on disk)."""
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
         key = (target, tuple(sorted((k, repr(v)) for k, v in merged.items())))
         if key not in self._compiled:
-            frontend = self.frontend()
-            driver = _require_driver(target)
-            artifact = driver.compile_module(frontend.module(), frontend.info, target, merged)
-            self._compiled[key] = Kernel(frontend, target, merged, artifact)
+            source_key = self._source_key(target, merged)
+            kernel = self._cached(source_key, target, merged) if source_key else None
+            if kernel is None:
+                kernel = self._compile_fresh(target, merged)
+                if source_key:
+                    from tilemlir import source_cache
+
+                    source_cache.store(source_key, kernel.artifact)
+            self._compiled[key] = kernel
         return self._compiled[key]
+
+    def _source_key(self, target: str, options: dict) -> str | None:
+        """The source-level disk-cache key (CUDA only: CPU kernels are JIT-compiled in memory)."""
+        from tilemlir.config import settings
+
+        if target != "cuda" or not options.get("use_cache", True) or settings().disable_cache:
+            return None
+        from tilemlir import source_cache
+
+        return source_cache.kernel_key(self.fn, target, options, self.out_idx)
+
+    def _cached(self, source_key: str, target: str, options: dict) -> "Kernel | None":
+        from tilemlir import source_cache
+
+        hit = source_cache.lookup(source_key)
+        return Kernel(self, target, options, hit) if hit is not None else None
+
+    def _compile_fresh(self, target: str, options: dict) -> "Kernel":
+        frontend = self.frontend()
+        driver = _require_driver(target)
+        artifact = driver.compile_module(frontend.module(), frontend.info, target, options)
+        return Kernel(self, target, options, artifact)
 
     def __call__(self, *args, **kwargs):
         if self.kind == "factory":
@@ -230,11 +259,16 @@ class Kernel:
     readable on the kernel too.
     """
 
-    def __init__(self, frontend: FrontendResult, target: str, options: dict, artifact: Any):
-        self._frontend = frontend
+    def __init__(self, function: JitFunction, target: str, options: dict, artifact: Any):
+        self._function = function
         self.target = target
         self.options = options
         self.artifact = artifact
+
+    @property
+    def _frontend(self) -> FrontendResult:
+        # Built on demand: a kernel loaded from the source-level disk cache has not run the frontend.
+        return self._function.frontend()
 
     @property
     def info(self) -> KernelInfo:
@@ -242,7 +276,8 @@ class Kernel:
 
     @property
     def name(self) -> str:
-        return self.info.name
+        signature = getattr(self.artifact, "signature", None)
+        return signature.name if signature is not None else self.info.name
 
     def ir(self, stage: str = FRONTEND, debuginfo: bool = False) -> str:
         _check_stage(stage)

@@ -1,0 +1,12 @@
+"""Hermetic caches: every test session compiles into its own disk cache, so one test's
+kernels (or an earlier run's) never answer another test's compile."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_kernel_cache(tmp_path_factory):
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path_factory.mktemp("tilemlir-cache")))
+    yield
+    patch.undo()

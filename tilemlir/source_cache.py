@@ -1,0 +1,127 @@
+"""Compiled CUDA kernels looked up by their Python source, before the frontend runs.
+
+The first call of a kernel in a new process should not pay for MLIR, the
+frontend and the passes when the same kernel was compiled before. The key
+hashes everything the frontend can read: the kernel function's source, the
+values of its closure cells and of the globals its code names (compile-time
+constants, dtypes, symbols; helper functions by their source), the jit
+options, and a fingerprint of the compiler's own files. A value the key
+cannot describe faithfully (an arbitrary object) makes the kernel
+uncacheable at this level; the runtime's cache of generated CUDA still
+applies after the frontend has run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import tilemlir
+
+_PACKAGE = Path(tilemlir.__file__).resolve().parent
+
+
+class Uncacheable(Exception):
+    """A value the kernel depends on has no faithful description."""
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_fingerprint() -> str:
+    """Changes whenever a file of the compiler changes (names, sizes and modification times)."""
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(_PACKAGE)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _function_source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        raise Uncacheable(f"no source for {fn!r}") from None
+
+
+def _describe(value: Any, depth: int = 0) -> Any:
+    """A JSON-able description that changes whenever `value` could change the generated kernel."""
+    from tilemlir.api import JitFunction
+    from tilemlir.language import DType, Symbolic
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return [type(value).__name__, repr(value)]
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, [_describe(v, depth) for v in value]]
+    if isinstance(value, dict):
+        return ["dict", sorted((repr(k), _describe(v, depth)) for k, v in value.items())]
+    if isinstance(value, (DType, Symbolic)):
+        return [type(value).__name__, repr(value)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [(f.name, _describe(getattr(value, f.name), depth)) for f in dataclasses.fields(value)]
+        return ["dataclass", type(value).__module__, type(value).__qualname__, fields]
+    if isinstance(value, types.ModuleType):
+        return ["module", value.__name__]
+    if isinstance(value, JitFunction):
+        value = value.fn
+    if isinstance(value, types.FunctionType):
+        if depth > 2:
+            raise Uncacheable(f"{value.__name__} nests too deep")
+        return ["function", _function_source(value), _closure(value, depth + 1)]
+    if isinstance(value, (types.BuiltinFunctionType, type)):
+        return ["builtin", getattr(value, "__module__", ""), getattr(value, "__qualname__", repr(value))]
+    raise Uncacheable(f"cannot describe a {type(value).__name__}")
+
+
+def _closure(fn: types.FunctionType, depth: int) -> list:
+    cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
+    free = [(name, _describe(cell.cell_contents, depth)) for name, cell in cells]
+    names = sorted(_code_names(fn.__code__) & fn.__globals__.keys())
+    return [free, [(name, _describe(fn.__globals__[name], depth)) for name in names]]
+
+
+def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any) -> str | None:
+    """The source-level cache key of kernel function `fn`, or None if it cannot have one."""
+    try:
+        material = {
+            "source": _function_source(fn),
+            "file": fn.__code__.co_filename,
+            "closure": _closure(fn, 0),
+            "target": target,
+            "options": sorted((k, repr(v)) for k, v in options.items()),
+            "out_idx": repr(out_idx),
+            "compiler": compiler_fingerprint(),
+        }
+    except Uncacheable:
+        return None
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def lookup(key: str):
+    """The cached CompiledKernel stored under `key`, or None (loading it imports no MLIR)."""
+    from tilemlir.runtime import cache, load
+
+    hit = cache.lookup(key)
+    return load(hit) if hit is not None else None
+
+
+def store(key: str, artifact) -> None:
+    """Store the runtime kernel inside a driver artifact under `key` (anything else is not stored)."""
+    from tilemlir.runtime import cache
+    from tilemlir.runtime.kernel import CompiledKernel
+
+    kernel = getattr(artifact, "kernel", artifact)
+    if isinstance(kernel, CompiledKernel):
+        cache.store(key, kernel.cuda_source(), kernel.cubin, kernel.signature, kernel.options)
