@@ -10,7 +10,8 @@ thread level, docs/ir.md) into Z3 terms over mathematical integers:
   i1, `andi` with a low-bit mask, shifts by constants, casts;
 - `affine.apply`/`affine.min`/`affine.max` and their affine maps;
 - `memref.dim` of a function argument: the static extent, or the symbol
-  named by `tile.arg_dims` (one Z3 variable per symbol name, >= 1);
+  named by `tile.arg_dims` (one Z3 variable per symbol name, >= 0: the
+  runtime accepts empty tensors);
 - `gpu.launch` block/thread ids (and `gpu.thread_id`/`gpu.block_id`):
   in [0, grid) and [0, block);
 - `scf.for` induction variables: iv = lb + k * step, k >= 0, iv < ub;
@@ -189,7 +190,7 @@ class IndexTerms:
         return var
 
     def dim_term(self, memref: ir.Value, dim: int) -> z3.ArithRef:
-        """The extent of dim `dim` of a global memref (constant, symbol, or opaque >= 1)."""
+        """The extent of dim `dim` of a global memref (constant, symbol, or opaque >= 0)."""
         type_ = memref.type
         size = type_.shape[dim]
         if size != ir.ShapedType.get_dynamic_size():
@@ -198,7 +199,7 @@ class IndexTerms:
         if key in self._terms:
             return self._terms[key]
         var = z3.Int(self._dim_name(memref, dim))
-        self._own(var, [var >= 1])
+        self._own(var, [var >= 0])
         self._terms[key] = var
         return var
 

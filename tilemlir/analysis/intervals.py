@@ -2,7 +2,7 @@
 
 `value_range(v)` gives `(lo, hi)` (inclusive; None = unbounded) from
 constants, thread/block ids with constant extents, loop ranges with
-constant-range bounds, static and symbolic (>= 1) dims, and add/sub/mul,
+constant-range bounds, static and symbolic (>= 0) dims, and add/sub/mul,
 division and remainder by positive constants, min/max, casts and affine
 maps. It never looks at facts between values: that is the prover's job.
 """
@@ -105,9 +105,9 @@ def _op_range(op: ir.Operation, value: ir.Value, depth: int) -> Range:
     if name == "memref.dim":
         dim = constant_int(op.operands[1])
         if dim is None:
-            return 1, None
+            return 0, None
         size = op.operands[0].type.shape[dim]
-        return (1, None) if size == ir.ShapedType.get_dynamic_size() else (size, size)
+        return (0, None) if size == ir.ShapedType.get_dynamic_size() else (size, size)
     if name in ("gpu.thread_id", "gpu.block_id"):
         launch = enclosing(op, "gpu.launch")
         if launch is None:

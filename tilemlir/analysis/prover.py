@@ -5,7 +5,7 @@ from `prover.terms`, see `index_terms`) hold at every execution of op `at`,
 given the facts in scope there:
 
 - the facts of every variable in the goal (thread and block ids in their
-  ranges, loop induction variables in theirs, symbolic dims >= 1, ...),
+  ranges, loop induction variables in theirs, symbolic dims >= 0, ...),
   and of the variables those facts mention in turn;
 - `tile.assume` conditions whose block encloses `at` and that come before it;
 - the condition of every enclosing `scf.if` (negated in the else region);

@@ -70,7 +70,7 @@ def needed_checks(access: GlobalAccess) -> list[tuple[int, str]]:
         if lo is None or lo < 0:
             checks.append((dim, "lower"))
         size = access.memref.type.shape[dim]
-        extent_lo = 1 if size == ir.ShapedType.get_dynamic_size() else size
+        extent_lo = 0 if size == ir.ShapedType.get_dynamic_size() else size
         extra = access.lanes - 1 if dim == last else 0
         if hi is None or hi + extra >= extent_lo:
             checks.append((dim, "upper"))
