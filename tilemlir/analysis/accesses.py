@@ -1,4 +1,5 @@
-"""Global-memory accesses of thread-level IR, and the row-major strides of the tensors they touch.
+"""Global-memory accesses of thread-level IR, the row-major strides of the tensors they touch, and
+the ops of a region picked by a predicate (how passes and the prover find the ops they work on).
 
 A global access is a `memref.load`/`memref.store`/`vector.load`/
 `vector.store`, or a scalar `tile.atomic_add`, on a memref without memory
@@ -98,6 +99,19 @@ def global_accesses(root: ir.Operation) -> list[GlobalAccess]:
         return ir.WalkResult.ADVANCE
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def ops_where(root: ir.Operation, keep, order=ir.WalkOrder.POST_ORDER) -> list[ir.Operation]:
+    """Every op nested in `root` (and `root` itself) for which `keep(op)` holds, in walk `order`."""
+    found = []
+
+    def visit(op):
+        if keep(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, order)
     return found
 
 

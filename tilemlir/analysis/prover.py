@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import z3
 
+from tilemlir.analysis.accesses import ops_where
 from tilemlir.analysis.index_terms import IndexTerms
 from tilemlir.config import settings
 from tilemlir.mlir import ir
@@ -67,7 +68,7 @@ class Prover:
         self.terms = IndexTerms(func)
         self.timeout_ms = settings().prover_timeout_ms if timeout_ms is None else timeout_ms
         self.stats: Counter = Counter()
-        self._assumes = _assume_ops(self.terms.func)
+        self._assumes = ops_where(self.terms.func, lambda op: op.name == "tile.assume")
         self._term_vars: dict[int, tuple] = {}
 
     def prove(self, goal: z3.BoolRef, at: ir.Operation | None = None, extra=()) -> Outcome:
@@ -181,15 +182,3 @@ class Prover:
 
 def _query_text(facts: list, goal) -> str:
     return "\n".join(sorted({f.sexpr() for f in facts})) + "\n|- " + goal.sexpr()
-
-
-def _assume_ops(func: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name == "tile.assume":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit)
-    return found

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import z3
 
+from tilemlir.analysis.accesses import ops_where
 from tilemlir.analysis.index_terms import ceil_div, constant_int
 from tilemlir.analysis.prover import Outcome, Prover
 from tilemlir.mlir import ir
@@ -92,15 +93,7 @@ def run(module, options: EliminateGuardsOptions) -> None:
 
 
 def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name == "func.func" and any(True for _ in _launches(op)):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
+    return ops_where(root, lambda op: op.name == "func.func" and any(True for _ in _launches(op)))
 
 
 def _launches(func: ir.Operation):

@@ -24,6 +24,7 @@ erased, so no op is freed while a pass still holds terms keyed by values.
 
 from __future__ import annotations
 
+from tilemlir.analysis.accesses import ops_where
 from tilemlir.mlir import ir
 
 GUARD = "tile.guard"
@@ -67,15 +68,7 @@ def is_guard(op) -> bool:
 
 def guards_in(root: ir.Operation) -> list[ir.Operation]:
     """Every guard nested in `root`, innermost first (post-order)."""
-    found = []
-
-    def visit(op):
-        if is_guard(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.POST_ORDER)
-    return found
+    return ops_where(root, is_guard)
 
 
 def hoistable(op: ir.Operation) -> bool:

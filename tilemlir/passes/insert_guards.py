@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tilemlir.analysis.accesses import GlobalAccess, global_access, global_accesses
+from tilemlir.analysis.accesses import GlobalAccess, global_access, global_accesses, ops_where
 from tilemlir.analysis.intervals import value_range
 from tilemlir.mlir import ir
 from tilemlir.passes import diag, register_pass
@@ -41,24 +41,12 @@ from tilemlir.passes.guards import (
 @register_pass("insert-guards", "guard every global load/store that may index outside its tensor")
 def run(module, options) -> None:
     stats: Counter = Counter()
-    for launch in _launches(as_op(module)):
+    for launch in ops_where(as_op(module), lambda op: op.name == "gpu.launch"):
         for access in global_accesses(launch):
             with access.op.location:
                 _guard(access, stats)
     diag.statistic("guards-inserted", stats["guards-inserted"], "bounds guards put around global accesses")
     diag.statistic("accesses-in-range", stats["accesses-in-range"], "global accesses the range analysis kept unguarded")
-
-
-def _launches(root: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name == "gpu.launch":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
 
 
 def needed_checks(access: GlobalAccess) -> list[tuple[int, str]]:

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, row_major_strides
+from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, ops_where, row_major_strides
 from tilemlir.analysis.index_terms import constant_int
 from tilemlir.analysis.prover import Prover
 from tilemlir.mlir import ir
@@ -98,23 +98,11 @@ class VectorizeOptions:
 
 @register_pass("vectorize", "turn contiguous per-thread global accesses into vector accesses of up to 16 bytes", VectorizeOptions)
 def run(module, options: VectorizeOptions) -> None:
-    for func in _entry_functions(as_op(module)):
+    for func in ops_where(as_op(module), lambda op: op.name == "func.func"):
         with func.location:
             stats = _Vectorizer(func, options).run()
         for name, description in _STATISTICS.items():
             diag.statistic(name, stats[name], description)
-
-
-def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name == "func.func":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
 
 
 @dataclass
@@ -149,7 +137,7 @@ class _Vectorizer:
         self.stats: Counter = Counter()
 
     def run(self) -> Counter:
-        for loop in _loops(self.func):
+        for loop in ops_where(self.func, lambda op: op.name == "scf.for"):
             run = self._run_of(loop)
             if run is None:
                 continue
@@ -428,18 +416,6 @@ class _Vectorizer:
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-def _loops(func: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name == "scf.for":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    func.walk(visit, ir.WalkOrder.POST_ORDER)
-    return found
 
 
 def _launch_of(op: ir.Operation) -> ir.Operation | None:
