@@ -4,12 +4,20 @@ Imported only when something is launched (or the current arch is asked
 for), so `import tilemlir.runtime` stays cheap and works without a GPU.
 Kernels run in the primary context of the current device, the one PyTorch
 and CuPy use, so their streams and memory work with our launches.
+
+The two calls made at every launch, cuCtxGetCurrent and cuLaunchKernel, go
+through ctypes on libcuda.so.1 instead (`raw()`): cuda.bindings' wrapper
+costs several microseconds a launch. They are called without ctypes
+argtypes, whose per-argument conversion costs more than the call itself, so
+callers pass small ints (grid, block, shared bytes) as Python ints and every
+64-bit value (handles, pointers) as a ctypes object.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from tilemlir.errors import LaunchError
 from tilemlir.runtime.checks import HOST
@@ -107,6 +115,35 @@ def pointer_device(address: int) -> int:
     return int(ordinal) if int(err) == 0 else HOST
 
 
+class RawDriver(NamedTuple):
+    """libcuda.so.1 entry points as raw ctypes functions returning the CUresult as an int."""
+
+    get_context: Callable[..., int]  # cuCtxGetCurrent(byref(c_void_p))
+    launch: Callable[..., int]  # cuLaunchKernel(c_void_p function, gx, gy, gz, bx, by, bz, shared,
+    #                             c_void_p stream, c_void_p params, None)
+
+
+_raw: RawDriver | None = None
+
+
+def raw() -> RawDriver:
+    """The ctypes entry points; call after `cuda()` has initialized the driver."""
+    global _raw
+    if _raw is None:
+        try:
+            library = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise LaunchError(f"cannot load libcuda.so.1 through ctypes: {exc}") from None
+        _raw = RawDriver(library.cuCtxGetCurrent, library.cuLaunchKernel)
+    return _raw
+
+
+def check_code(code: int, what: str) -> None:
+    """LaunchError for a nonzero CUresult `code` from a `raw()` call."""
+    if code:
+        check((_cuda.CUresult(code),), what)
+
+
 def stream_object(handle: int) -> Any:
     stream = _streams.get(handle)
     if stream is None:
@@ -138,6 +175,7 @@ class LoadedModule:
         self.module = module
         self.function = check(drv.cuModuleGetFunction(module, kernel_name.encode()),
                               f"cuModuleGetFunction({kernel_name!r})")
+        self.handle = ctypes.c_void_p(int(self.function))  # for raw().launch
         static = int(check(drv.cuFuncGetAttribute(
             drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function), "cuFuncGetAttribute"))
         optin = device_attribute(self.device, "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")

@@ -118,6 +118,23 @@ class Expr:
         keep Python's floor semantics (see the exported host launcher)."""
         return _to_c(self._root, rename)
 
+    def to_python(self, rename: Callable[[str], str]) -> str:
+        """Python source for the expression with names spelled by `rename`
+        (min and max stay the builtins); it evaluates exactly as `closure` does."""
+        return ast.unparse(_Rename(rename).visit(ast.parse(self.text.strip(), mode="eval")).body)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, rename: Callable[[str], str]):
+        self._rename = rename
+
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        node.args = [self.visit(a) for a in node.args]
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self._rename(node.id), node.ctx)
+
 
 def _build(node: ast.AST, slots: Mapping[str, int]) -> Closure:
     closure = _build_node(node, slots)

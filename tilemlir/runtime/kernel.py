@@ -6,6 +6,13 @@ current stream: the `stream=` argument when given, else PyTorch's current
 stream when an argument is a torch tensor, else the stream an argument's
 `__cuda_array_interface__` names, else the legacy default stream. Arrays
 whose interface names another stream are waited for with an event.
+
+Calls on torch tensors take the fast path (`fastpath.FastCall`, a function
+generated for this signature, launching through the `native` extension, or
+ctypes without a C compiler) from the second launch in a CUDA context on:
+the same checks in straight-line code, a few microseconds a call. Anything
+it does not handle, every failing check included, falls through to the
+general path below, which raises the LaunchError.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from tilemlir.errors import LaunchError
-from tilemlir.runtime import driver
+from tilemlir.runtime import driver, native
 from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArgumentBinder
 from tilemlir.runtime.dtypes import DTYPES
+from tilemlir.runtime.fastpath import SLOW, FastCall, available
 from tilemlir.runtime.nvrtc import CompileOptions
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -47,6 +55,8 @@ class CompiledKernel:
         self._modules: dict[int, driver.LoadedModule] = {}
         self._lock = threading.Lock()
         self._constant_shared = signature.exprs.constant_shared  # None: an expression, known per call
+        self._fast: FastCall | None = None
+        self._fast_unavailable = False
 
     # -- what it is ------------------------------------------------------------------
     @property
@@ -92,6 +102,15 @@ class CompiledKernel:
 
     # -- launching -------------------------------------------------------------------
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        fast = self._fast
+        if fast is not None:
+            result = fast.call(args, stream)
+            if result is not SLOW:
+                return result
+        return self._call(args, stream)
+
+    def _call(self, args: tuple, stream: Any) -> Any:
+        """The general path: any array type, every check with its message."""
         binder = self._binder
         if len(args) != self._n_inputs:
             binder.check_count(args)
@@ -110,7 +129,8 @@ class CompiledKernel:
         if shared > module.max_dynamic_shared:
             raise LaunchError(f"kernel {self.name!r} asks for {shared} bytes of dynamic shared memory; "
                               f"cuda:{device} allows {module.max_dynamic_shared}")
-        handle = explicit if explicit is not None else self._current_stream(args, producers, device)
+        torch = self._torch_arguments(args)
+        handle = explicit if explicit is not None else _current_stream(torch, producers, device)
         if producers:
             for producer in producers:
                 if _legacy_as_null(producer) != handle:
@@ -122,6 +142,8 @@ class CompiledKernel:
             for index, _, pointer in outputs:
                 pointers[index] = pointer
             self._launch(module, grid, shared, handle, pointers, env)
+            if torch is not None and not self._fast_unavailable:
+                self._enable_fast_path(torch, context, module, device)
         if not outputs:
             return None
         return outputs[0][1] if len(outputs) == 1 else tuple(array for _, array, _ in outputs)
@@ -160,12 +182,25 @@ class CompiledKernel:
                 self._modules[context] = module
         return module
 
-    def _current_stream(self, args: Sequence[Any], producers: list[int] | None, device: int) -> int:
+    def _torch_arguments(self, args: Sequence[Any]) -> Any:
+        """The torch module when the first array argument is a torch tensor, else None."""
         if self._tensor_positions:
             torch = sys.modules.get("torch")
             if torch is not None and isinstance(args[self._tensor_positions[0]], torch.Tensor):
-                return _torch_current_stream(torch, device)
-        return _legacy_as_null(producers[0]) if producers else 0
+                return torch
+        return None
+
+    def _enable_fast_path(self, torch: Any, context: int, module: driver.LoadedModule, device: int) -> None:
+        fast = self._fast
+        if fast is None:
+            if not available(self._signature, torch):
+                self._fast_unavailable = True
+                return
+            extension = native.load() if len(self._signature.cuda_params) <= native.MAX_PARAMS else None
+            fast = FastCall(self._signature, torch, driver.raw(), stream_handle, self._launch_failed, extension)
+        if not fast.registered(context):
+            fast.register(context, module.handle, device, module.max_dynamic_shared)
+        self._fast = fast
 
     def _allocate(self, shapes: list[tuple[int, tuple[int, ...]]], args: Sequence[Any],
                   device: int) -> list[tuple[int, Any, int]]:
@@ -180,13 +215,17 @@ class CompiledKernel:
     def _launch(self, module: driver.LoadedModule, grid: tuple[int, int, int], shared: int, handle: int,
                 pointers: list[int], env: list[Any]) -> None:
         block = self._signature.block
-        cuda = driver.cuda()
+        launch = driver.raw().launch
         with self._lock:
-            address = self._packer.fill(pointers, env)
-            (err,) = cuda.cuLaunchKernel(module.function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                         shared, driver.stream_object(handle), address, 0)
-        if int(err) != 0:
-            driver.check((err,), f"launching {self.name!r} with grid {grid}, block {block}, {shared} B shared")
+            params = ctypes.c_void_p(self._packer.fill(pointers, env))
+            code = launch(module.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared,
+                          ctypes.c_void_p(handle), params, None)
+        if code:
+            self._launch_failed(code, grid, shared)
+
+    def _launch_failed(self, code: int, grid: tuple[int, int, int], shared: int) -> None:
+        driver.check_code(code, f"launching {self.name!r} with grid {grid}, block {self._signature.block}, "
+                                f"{shared} B shared")
 
 
 def stream_handle(stream: Any) -> int:
@@ -206,6 +245,14 @@ def stream_handle(stream: Any) -> int:
     except (TypeError, ValueError):
         raise LaunchError(f"stream= must be a CUDA stream (int handle, torch/CuPy stream, CUstream), "
                           f"got {type(stream).__name__}") from None
+
+
+def _current_stream(torch: Any, producers: list[int] | None, device: int) -> int:
+    """PyTorch's current stream when the arrays are torch tensors (`torch` not None), else the
+    first producer's stream, else the legacy default stream."""
+    if torch is not None:
+        return _torch_current_stream(torch, device)
+    return _legacy_as_null(producers[0]) if producers else 0
 
 
 def _torch_current_stream(torch: Any, device: int) -> int:

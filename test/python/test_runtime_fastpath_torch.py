@@ -1,0 +1,69 @@
+"""The fast path against real torch tensors (CPU ones, with a fake driver whose
+context says device -1): the torch calls it relies on behave as it assumes.
+Skipped where torch is not installed."""
+
+import ctypes
+
+import pytest
+
+from tilemlir.runtime import fastpath, native
+from tilemlir.runtime.fastpath import SLOW
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+
+torch = pytest.importorskip("torch")
+
+from test_runtime_fastpath import CONTEXT, FakeDriver  # noqa: E402  (after the skip: it needs no torch)
+
+
+def rows_signature():
+    return KernelSignature(name="rows", params=(TensorParam("X", "bfloat16", ("M", 64), 16), ScalarParam("eps", "float32"),
+                                                TensorParam("Y", "float32", ("M", 64), 16)),
+                           symbols=("M",), grid=("M", "1", "1"), block=(64, 1, 1), cuda_params=("X", "Y", "eps", "M"),
+                           out_idx=(2,))
+
+
+@pytest.fixture(params=["native", "ctypes"])
+def fast(request, monkeypatch):
+    assert hasattr(torch._C, "_cuda_getCurrentRawStream")
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0x51, raising=False)
+    extension = native.load() if request.param == "native" else None
+    if request.param == "native" and extension is None:
+        pytest.skip("no C compiler or Python.h here: the native launcher cannot be built")
+    sig = rows_signature()
+    fake_driver = FakeDriver(sig)
+    call = fastpath.FastCall(sig, torch, fake_driver.raw, int, None, extension)
+    call.register(CONTEXT, ctypes.c_void_p(0xF00D), 0, 0)
+    handle = call._contexts[CONTEXT][0]  # an int for the native launcher, a c_void_p for ctypes
+    call._contexts[CONTEXT] = (handle, -1, torch.device("cpu"), 0)  # CPU tensors are on device -1
+    return call, fake_driver
+
+
+def test_real_tensors_launch_with_their_pointers_and_a_fresh_output(fast):
+    call, fake_driver = fast
+    x = torch.randn(6, 64).to(torch.bfloat16)
+    y = call.call((x, 0.25), None)
+    assert y.shape == (6, 64) and y.dtype is torch.float32 and y.is_contiguous() and y.device.type == "cpu"
+    launch = fake_driver.launches[0]
+    assert launch["grid"] == (6, 1, 1) and launch["stream"] == 0x51
+    assert launch["params"] == dict(X=x.data_ptr(), Y=y.data_ptr(), eps=0.25, M=6)
+    rows = torch.randn(10, 64).to(torch.bfloat16)[2:8]  # a contiguous view at an aligned offset
+    call.call((rows, 1.0), None)
+    assert fake_driver.launches[1]["params"]["X"] == rows.data_ptr()
+
+
+def test_real_tensors_that_fail_a_check_go_to_the_general_path(fast):
+    call, fake_driver = fast
+    x = torch.randn(8, 64).to(torch.bfloat16)
+    wide = torch.randn(8, 128).to(torch.bfloat16)
+    flat = torch.randn(8 * 64 + 1).to(torch.bfloat16)
+    for bad in (x.float(), x.t().contiguous().t(), wide[:, ::2], x[0], x.unsqueeze(0), x[:, :32],
+                flat[1:].view(8, 64)):
+        assert call.call((bad, 0.5), None) is SLOW
+    assert call.call((x, "0.5"), None) is SLOW
+    assert call.call((x.view(torch.int16).numpy(), 0.5), None) is SLOW
+    assert fake_driver.launches == []
+
+
+def test_empty_takes_dims_as_separate_arguments():
+    assert torch.empty(3, 4, dtype=torch.float16, device=torch.device("cpu")).shape == (3, 4)
+    assert torch.empty((), dtype=torch.float16, device=torch.device("cpu")).shape == ()
