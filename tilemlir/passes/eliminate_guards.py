@@ -53,6 +53,7 @@ from tilemlir.passes.guards import (
     inline_else,
     inline_then,
     make_guard,
+    run_per_function,
     set_condition,
     yield_,
 )
@@ -85,11 +86,7 @@ class EliminateGuardsOptions:
 
 @register_pass("eliminate-guards", "remove, hoist and split bounds guards Z3 proves redundant", EliminateGuardsOptions)
 def run(module, options: EliminateGuardsOptions) -> None:
-    for func in _entry_functions(as_op(module)):
-        with func.location:
-            stats = _Eliminator(func, options).run()
-        for name, description in _STATISTICS.items():
-            diag.statistic(name, stats[name], description)
+    run_per_function(_entry_functions(as_op(module)), lambda func: _Eliminator(func, options).run(), _STATISTICS)
 
 
 def _entry_functions(root: ir.Operation) -> list[ir.Operation]:

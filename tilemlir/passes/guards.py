@@ -16,9 +16,9 @@ A guard is an `scf.if` marked `tile.guard` (docs/ir.md):
 `slt %j, %dim`); each leaf of the chain is one check. The else branch
 yields the load's `tile.pad` value (0 without one).
 
-Helpers here build those forms, read a guard's checks, and remove a
-guard keeping its then branch (`inline_then`) or its else branch
-(`inline_else`). Removed ops are detached into a `Graveyard` rather than
+Helpers here build those forms, run a guards pass over each function,
+read a guard's checks, and remove a guard keeping its then branch
+(`inline_then`) or its else branch (`inline_else`). Removed ops are detached into a `Graveyard` rather than
 erased, so no op is freed while a pass still holds terms keyed by values.
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from tilemlir.analysis.accesses import ops_where
 from tilemlir.mlir import ir
+from tilemlir.passes import diag
 
 GUARD = "tile.guard"
 PAD = "tile.pad"
@@ -190,6 +191,19 @@ def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad: ir.Attribute | N
         pads = [constant(pad if pad is not None else pad_attr(access_op, t), ir.InsertionPoint(else_block), loc) for t in results]
         yield_(pads, else_block, loc)
     return guard
+
+
+# -- running -------------------------------------------------------------------
+
+
+def run_per_function(functions: list[ir.Operation], rewrite, statistics: dict[str, str]) -> None:
+    """`rewrite(func) -> Counter` on each function, under its location; then each of `statistics`
+    (name -> description) is reported with that function's count."""
+    for func in functions:
+        with func.location:
+            stats = rewrite(func)
+        for name, description in statistics.items():
+            diag.statistic(name, stats[name], description)
 
 
 # -- reading -------------------------------------------------------------------

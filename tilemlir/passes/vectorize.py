@@ -62,7 +62,7 @@ from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, o
 from tilemlir.analysis.index_terms import constant_int
 from tilemlir.analysis.prover import Prover
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.passes import register_pass
 from tilemlir.passes.guards import (
     PAD,
     PURE_OPS,
@@ -76,6 +76,7 @@ from tilemlir.passes.guards import (
     is_guard,
     make_guard,
     pad_attr,
+    run_per_function,
     wrap_in_guard,
     yield_,
 )
@@ -98,11 +99,8 @@ class VectorizeOptions:
 
 @register_pass("vectorize", "turn contiguous per-thread global accesses into vector accesses of up to 16 bytes", VectorizeOptions)
 def run(module, options: VectorizeOptions) -> None:
-    for func in ops_where(as_op(module), lambda op: op.name == "func.func"):
-        with func.location:
-            stats = _Vectorizer(func, options).run()
-        for name, description in _STATISTICS.items():
-            diag.statistic(name, stats[name], description)
+    functions = ops_where(as_op(module), lambda op: op.name == "func.func")
+    run_per_function(functions, lambda func: _Vectorizer(func, options).run(), _STATISTICS)
 
 
 @dataclass
