@@ -45,14 +45,16 @@ from tilemlir.passes.guards import (
     as_op,
     binary,
     check_leaves,
+    clone_slice,
     conjunction,
-    defining_op,
     guards_in,
     hoistable,
     index_constant,
     inline_else,
     inline_then,
+    inside,
     make_guard,
+    root_of,
     run_per_function,
     set_condition,
     yield_,
@@ -129,7 +131,7 @@ class _Eliminator:
         self.prover = None
         self.timed_out.clear()
         self.restructured.clear()
-        self.graveyard.release(_root_of(self.func))
+        self.graveyard.release(root_of(self.func))
         return self.stats
 
     def _check_proofs(self, start: int, kept: int) -> None:
@@ -209,7 +211,7 @@ class _Eliminator:
     def _version(self, loop: ir.Operation, leaves: list[ir.Value]) -> None:
         loc, ip = loop.location, ir.InsertionPoint(loop)
         mapping: dict = {}
-        hoisted = [_materialize(leaf, loop, ip, mapping) for leaf in leaves]
+        hoisted = [clone_slice(leaf, loop, mapping, ip) for leaf in leaves]
         cond = conjunction(hoisted, ip, loc)
         version = make_guard(cond, [r.type for r in loop.results], loc, ip, with_else=True)
         for old, new in zip(loop.results, version.results):
@@ -285,37 +287,11 @@ class _Invariance:
         owner = value.owner
         if isinstance(owner, ir.Block):
             holder = owner.owner
-            return not _inside(as_op(holder), self.loop)
+            return not inside(as_op(holder), self.loop)
         op = as_op(owner)
-        if not _inside(op, self.loop):
+        if not inside(op, self.loop):
             return True
         return hoistable(op) and all(self(v) for v in op.operands)
-
-
-def _inside(op: ir.Operation, loop: ir.Operation) -> bool:
-    """Whether `op` is `loop` or nested in it."""
-    node = op
-    while node is not None:
-        if node == loop:
-            return True
-        node = node.parent
-    return False
-
-
-def _materialize(value: ir.Value, loop: ir.Operation, ip, mapping: dict) -> ir.Value:
-    """`value` computed before `loop` (clones its pure defining ops found inside the loop)."""
-    if value in mapping:
-        return mapping[value]
-    op = defining_op(value)
-    if op is None or not _inside(op, loop):
-        return value
-    operands = [_materialize(operand, loop, ip, mapping) for operand in op.operands]
-    clone = op.clone(ip=ip)
-    for i, operand in enumerate(operands):
-        clone.operands[i] = operand
-    result = clone.results[value.result_number]
-    mapping[value] = result
-    return result
 
 
 def _guards_in_region(guard: ir.Operation, index: int) -> int:
@@ -404,9 +380,3 @@ def _split_point(loop: ir.Operation, tail: int, ip, loc) -> ir.Value:
     interior = binary("arith.subi", trips, index_constant(tail, ip, loc), ip, loc)
     interior = binary("arith.maxsi", interior, index_constant(0, ip, loc), ip, loc)
     return binary("arith.addi", lb, binary("arith.muli", interior, step, ip, loc), ip, loc)
-
-
-def _root_of(op: ir.Operation) -> ir.Operation:
-    while op.parent is not None:
-        op = op.parent
-    return op

@@ -62,6 +62,22 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return None if isinstance(owner, ir.Block) else as_op(owner)
 
 
+def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    """Whether `op` is `ancestor` or nested in it."""
+    node = op
+    while node is not None:
+        if node == ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def root_of(op: ir.Operation) -> ir.Operation:
+    while op.parent is not None:
+        op = op.parent
+    return op
+
+
 def is_guard(op) -> bool:
     op = as_op(op)
     return op.name == "scf.if" and GUARD in op.attributes
@@ -193,6 +209,27 @@ def wrap_in_guard(access_op: ir.Operation, cond: ir.Value, pad: ir.Attribute | N
     return guard
 
 
+def clone_slice(
+    value: ir.Value, loop: ir.Operation, mapping: dict, ip, graveyard: Graveyard | None = None
+) -> ir.Value:
+    """`value` recomputed at `ip` with `mapping` applied: its defining ops inside `loop` are cloned
+    (each clone noted in `graveyard` as maybe dead, when one is given) and `mapping` gains them."""
+    if value in mapping:
+        return mapping[value]
+    op = defining_op(value)
+    if op is None or not inside(op, loop):
+        return value
+    operands = [clone_slice(v, loop, mapping, ip, graveyard) for v in op.operands]
+    clone = op.clone(ip=ip)
+    for i, operand in enumerate(operands):
+        clone.operands[i] = operand
+    if graveyard is not None:
+        graveyard.maybe_dead.append(clone)
+    result = clone.results[value.result_number]
+    mapping[value] = result
+    return result
+
+
 # -- running -------------------------------------------------------------------
 
 
@@ -250,7 +287,7 @@ class Graveyard:
         of an erased op crashes: ops are tracked by hash (their address), each
         queued once, and none is reached again after it is erased (it had no users).
         """
-        queued = {hash(op): op for op in self.maybe_dead if _root_of(op) == root}
+        queued = {hash(op): op for op in self.maybe_dead if root_of(op) == root}
         self.maybe_dead.clear()
         # In burial order: an op buried later never uses a value of one buried earlier,
         # while an earlier one may use values inside a later one (a guard, then its loop).
@@ -269,12 +306,6 @@ class Graveyard:
             op.erase()
             erased += 1
         return erased
-
-
-def _root_of(op: ir.Operation) -> ir.Operation:
-    while op.parent is not None:
-        op = op.parent
-    return op
 
 
 def _has_uses(op: ir.Operation) -> bool:

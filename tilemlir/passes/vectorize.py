@@ -68,14 +68,17 @@ from tilemlir.passes.guards import (
     PURE_OPS,
     Graveyard,
     as_op,
+    clone_slice,
     conjunction,
     constant,
     defining_op,
     guarded_access,
     index_constant,
+    inside,
     is_guard,
     make_guard,
     pad_attr,
+    root_of,
     run_per_function,
     wrap_in_guard,
     yield_,
@@ -145,7 +148,7 @@ class _Vectorizer:
             else:
                 self.stats["runs-scalar"] += 1
         self.prover = None
-        self.graveyard.release(_root_of(self.func))
+        self.graveyard.release(root_of(self.func))
         return self.stats
 
     # -- recognizing a run ---------------------------------------------------------
@@ -284,7 +287,7 @@ class _Vectorizer:
         vector_type = ir.VectorType.get([item.lanes], item.access.element_type)
         for start in range(run.lb, run.lb + run.trips, item.lanes):
             mapping = {_iv_value(loop): index_constant(start, ip, loc)}
-            reg = _clone_slice(list(register_op.operands)[-1], loop, mapping, ip, self.graveyard)
+            reg = clone_slice(list(register_op.operands)[-1], loop, mapping, ip, self.graveyard)
             if item.access.is_load:
                 vector = self._vector_load(item, start, vector_type, ip, loc)
                 _vector_store(vector, register_memref, [reg], None, ip, loc)
@@ -382,12 +385,12 @@ class _Vectorizer:
     def _indices_at(self, item: _Item, iteration: int, ip, loc) -> list[ir.Value]:
         loop = item.top.parent
         mapping = {_iv_value(loop): index_constant(iteration, ip, loc)}
-        return [_clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
+        return [clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
 
     def _condition_at(self, item: _Item, iteration: int, ip, loc) -> ir.Value:
         loop = item.top.parent
         mapping = {_iv_value(loop): index_constant(iteration, ip, loc)}
-        return _clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
+        return clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
 
     def _vector_condition(self, item: _Item, start: int, ip, loc) -> ir.Value:
         """The guard at the checked lanes: the first (uniform), the last, or both (fast path)."""
@@ -507,36 +510,10 @@ def _iv_value(loop: ir.Operation) -> ir.Value:
     return loop.regions[0].blocks[0].arguments[0]
 
 
-def _clone_slice(value: ir.Value, loop: ir.Operation, mapping: dict, ip, graveyard: Graveyard) -> ir.Value:
-    """`value` recomputed at `ip` with `mapping` applied (clones its defining ops inside `loop`)."""
-    if value in mapping:
-        return mapping[value]
-    op = defining_op(value)
-    if op is None or not _inside(op, loop):
-        return value
-    operands = [_clone_slice(v, loop, mapping, ip, graveyard) for v in op.operands]
-    clone = op.clone(ip=ip)
-    for i, operand in enumerate(operands):
-        clone.operands[i] = operand
-    graveyard.maybe_dead.append(clone)
-    result = clone.results[value.result_number]
-    mapping[value] = result
-    return result
-
-
 def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
     owner = value.owner
     op = as_op(owner.owner) if isinstance(owner, ir.Block) else as_op(owner)
-    return _inside(op, loop)
-
-
-def _inside(op: ir.Operation, loop: ir.Operation) -> bool:
-    node = op
-    while node is not None:
-        if node == loop:
-            return True
-        node = node.parent
-    return False
+    return inside(op, loop)
 
 
 def _alignment_attrs(align: int | None) -> dict:
@@ -565,9 +542,3 @@ def _extract(vector: ir.Value, position: int, element_type, ip, loc) -> ir.Value
         loc=loc,
         ip=ip,
     ).result
-
-
-def _root_of(op: ir.Operation) -> ir.Operation:
-    while op.parent is not None:
-        op = op.parent
-    return op
