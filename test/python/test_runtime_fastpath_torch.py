@@ -67,3 +67,51 @@ def test_real_tensors_that_fail_a_check_go_to_the_general_path(fast):
 def test_empty_takes_dims_as_separate_arguments():
     assert torch.empty(3, 4, dtype=torch.float16, device=torch.device("cpu")).shape == (3, 4)
     assert torch.empty((), dtype=torch.float16, device=torch.device("cpu")).shape == ()
+
+
+AXPY = r"""
+extern "C" __global__ void __launch_bounds__(256) axpy(const float* __restrict__ A, const float* __restrict__ B,
+                                                       float* __restrict__ C, float alpha, int n) {
+  int i = blockIdx.x * 256 + threadIdx.x;
+  if (i < n) C[i] = A[i] * alpha + B[i];
+}
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("launcher", ["native", "ctypes"])
+def test_gpu_fast_path_results_streams_and_errors(launcher, monkeypatch, tmp_path):
+    from tilemlir.errors import LaunchError
+    from tilemlir.runtime import build
+
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path))
+    if launcher == "ctypes":
+        monkeypatch.setattr(native, "load", lambda: None)
+    sig = KernelSignature(name="axpy", params=(*(TensorParam(n, "float32", ("n",)) for n in "ABC"),
+                                               ScalarParam("alpha", "float32")),
+                          symbols=("n",), grid=("(n + 255) // 256", "1", "1"), block=(256, 1, 1),
+                          cuda_params=("A", "B", "C", "alpha", "n"), out_idx=(2,), index_bits=32)
+    kernel = build(AXPY, sig, use_cache=False)
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    a, b = (torch.randn(10007, generator=gen, device="cuda") for _ in range(2))
+    assert torch.equal(kernel(a, b, 0.5), a * 0.5 + b)  # the general path, which enables the fast path
+    assert kernel._fast is not None and kernel._fast._native == (launcher == "native")
+    for n in (1, 256, 100003):
+        a, b = (torch.randn(n, generator=gen, device="cuda") for _ in range(2))
+        c = kernel._fast.call((a, b, 0.5), None)
+        assert c is not SLOW and torch.equal(c, a * 0.5 + b)  # alpha = 0.5: the product is exact
+        assert torch.equal(kernel(a, b, -2.0), a * -2.0 + b)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = kernel(a, b, 0.5)
+    explicit = kernel(a, b, 0.5, stream=side)
+    side.synchronize()
+    assert torch.equal(on_side, a * 0.5 + b) and torch.equal(explicit, on_side)
+    with pytest.raises(LaunchError, match="argument 'A': expected dtype float32, got float64"):
+        kernel(a.double(), b, 0.5)
+    with pytest.raises(LaunchError, match="argument 'B': dim 0 is 5, but symbol n = 100003 was bound by argument 'A'"):
+        kernel(a, b[:5], 0.5)
+    with pytest.raises(LaunchError, match="argument 'A': got a torch tensor on cpu"):
+        kernel(a.cpu(), b, 0.5)
+    torch.cuda.synchronize()

@@ -37,6 +37,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -143,10 +144,12 @@ def _build_and_import() -> ModuleType | None:
     key = hashlib.sha256(f"{SOURCE}\n{sys.version}\n{suffix}\n{include}".encode()).hexdigest()[:24]
     library = settings().cache_dir / "native" / key / f"{MODULE_NAME}{suffix}"
     if not library.is_file():
+        start = time.perf_counter()
         error = _compile(library, include)
         if error is not None:
             log.debug("no native launcher (%s); the fast path calls the driver through ctypes", error)
             return None
+        log.debug("built the native launcher %s in %.2f s", library, time.perf_counter() - start)
     loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(library))
     spec = importlib.util.spec_from_file_location(MODULE_NAME, library, loader=loader)
     try:
