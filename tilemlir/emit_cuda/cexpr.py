@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.emit_cuda import folding
+
 # C++ precedence, higher binds tighter.
 ATOM, UNARY, MUL, ADD, SHIFT, REL, EQ, BITAND, BITXOR, BITOR, AND, OR, COND = (
     16, 15, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3)
@@ -100,15 +102,7 @@ def subscript(base: CExpr, *indices: CExpr) -> CExpr:
 
 
 def add(a: CExpr, b: CExpr) -> CExpr:
-    if a.value is not None and b.value is not None:
-        return int_lit(a.value + b.value)
-    if a.value == 0:
-        return b
-    if b.value == 0:
-        return a
-    if b.value is not None and b.value < 0:
-        return binary("-", a, int_lit(-b.value))
-    return binary("+", a, b)
+    return folding.add(a, b, int_lit, binary)
 
 
 def sub(a: CExpr, b: CExpr) -> CExpr:
@@ -122,15 +116,7 @@ def sub(a: CExpr, b: CExpr) -> CExpr:
 
 
 def mul(a: CExpr, b: CExpr) -> CExpr:
-    if a.value is not None and b.value is not None:
-        return int_lit(a.value * b.value)
-    if a.value == 1:
-        return b
-    if b.value == 1:
-        return a
-    if a.value == 0 or b.value == 0:
-        return int_lit(0)
-    return binary("*", a, b)
+    return folding.mul(a, b, int_lit, binary)
 
 
 def div(a: CExpr, b: CExpr) -> CExpr:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.emit_cuda import irutil
+from tilemlir.emit_cuda import folding, irutil
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
@@ -51,15 +51,7 @@ def _call(name: str, args: list[PyExpr]) -> PyExpr:
 
 
 def add(a: PyExpr, b: PyExpr) -> PyExpr:
-    if a.value is not None and b.value is not None:
-        return _lit(a.value + b.value)
-    if a.value == 0:
-        return b
-    if b.value == 0:
-        return a
-    if b.value is not None and b.value < 0:
-        return _binary("-", a, _lit(-b.value))
-    return _binary("+", a, b)
+    return folding.add(a, b, _lit, _binary)
 
 
 def sub(a: PyExpr, b: PyExpr) -> PyExpr:
@@ -69,15 +61,7 @@ def sub(a: PyExpr, b: PyExpr) -> PyExpr:
 
 
 def mul(a: PyExpr, b: PyExpr) -> PyExpr:
-    if a.value is not None and b.value is not None:
-        return _lit(a.value * b.value)
-    if a.value == 1:
-        return b
-    if b.value == 1:
-        return a
-    if a.value == 0 or b.value == 0:
-        return _lit(0)
-    return _binary("*", a, b)
+    return folding.mul(a, b, _lit, _binary)
 
 
 def floordiv(a: PyExpr, b: PyExpr) -> PyExpr:
