@@ -66,13 +66,6 @@ __device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(float x) {
   return r;
 }"""
 
-_E4M3_F64 = """\
-__device__ __forceinline__ __nv_fp8_e4m3 tl_to_e4m3(double x) {
-  __nv_fp8_e4m3 r;
-  r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E4M3);
-  return r;
-}"""
-
 _E5M2 = """\
 __device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(float x) {
   const float a = fabsf(x);
@@ -82,12 +75,12 @@ __device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(float x) {
   return r;
 }"""
 
-_E5M2_F64 = """\
-__device__ __forceinline__ __nv_fp8_e5m2 tl_to_e5m2(double x) {
-  __nv_fp8_e5m2 r;
-  r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+_FP8_FROM_F64 = """\
+__device__ __forceinline__ __nv_fp8_{fmt} tl_to_{fmt}(double x) {{
+  __nv_fp8_{fmt} r;
+  r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_{FMT});
   return r;
-}"""
+}}"""
 
 _DIVISION = """\
 template <typename T> __device__ __forceinline__ T tl_floordiv(T a, T b) {
@@ -105,8 +98,10 @@ template <typename T> __device__ __forceinline__ T tl_floormod(T a, T b) {
 
 HELPERS = {
     "maxmin_f32": _MAXMIN_F32, "maxmin_f64": _MAXMIN_F64, "maxmin_f16": _MAXMIN_16.format(t="half"),
-    "maxmin_bf16": _MAXMIN_16.format(t="__nv_bfloat16"), "e4m3": _E4M3, "e4m3_f64": _E4M3_F64,
-    "e5m2": _E5M2, "e5m2_f64": _E5M2_F64, "division": _DIVISION,
+    "maxmin_bf16": _MAXMIN_16.format(t="__nv_bfloat16"),
+    "e4m3": _E4M3, "e4m3_f64": _FP8_FROM_F64.format(fmt="e4m3", FMT="E4M3"),
+    "e5m2": _E5M2, "e5m2_f64": _FP8_FROM_F64.format(fmt="e5m2", FMT="E5M2"),
+    "division": _DIVISION,
 }
 
 
