@@ -41,6 +41,15 @@ def compiler_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _file_stamp(path: str | None) -> str:
+    """A module's attributes are read through it at compile time: its file's size and time
+    stand for them (the compiler's own files are in the fingerprint already)."""
+    if not path:
+        return ""
+    stat = Path(path).stat()
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _code_names(code: types.CodeType) -> set[str]:
     names = set(code.co_names)
     for const in code.co_consts:
@@ -73,7 +82,9 @@ def _describe(value: Any, depth: int = 0) -> Any:
         fields = [(f.name, _describe(getattr(value, f.name), depth)) for f in dataclasses.fields(value)]
         return ["dataclass", type(value).__module__, type(value).__qualname__, fields]
     if isinstance(value, types.ModuleType):
-        return ["module", value.__name__]
+        return ["module", value.__name__, _file_stamp(getattr(value, "__file__", None))]
+    if type(value).__module__ == "tilemlir.language":  # T.Layout and other language objects
+        return ["language", type(value).__qualname__, _describe(vars(value), depth)]
     if isinstance(value, JitFunction):
         value = value.fn
     if isinstance(value, types.FunctionType):
@@ -86,10 +97,16 @@ def _describe(value: Any, depth: int = 0) -> Any:
 
 
 def _closure(fn: types.FunctionType, depth: int) -> list:
+    """Every value `fn` sees besides its source: closure cells, the globals its code names, and
+    its annotations and defaults (evaluated where it was defined, so absent from the closure:
+    `X: T.Tensor((M, N), dtype)` does not capture `dtype`)."""
     cells = zip(fn.__code__.co_freevars, fn.__closure__ or ())
     free = [(name, _describe(cell.cell_contents, depth)) for name, cell in cells]
     names = sorted(_code_names(fn.__code__) & fn.__globals__.keys())
-    return [free, [(name, _describe(fn.__globals__[name], depth)) for name in names]]
+    seen = [(name, _describe(fn.__globals__[name], depth)) for name in names]
+    signature = [_describe(dict(fn.__annotations__), depth), _describe(fn.__defaults__, depth),
+                 _describe(fn.__kwdefaults__, depth)]
+    return [free, seen, signature]
 
 
 def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any) -> str | None:

@@ -81,3 +81,19 @@ def test_key_depends_on_closure_values_and_options():
 
     keys = {source_cache.kernel_key(make(v), "cuda", o, None) for v in (1, 2) for o in ({}, {"fast_math": True})}
     assert len(keys) == 4
+
+
+def test_key_depends_on_annotations_evaluated_outside_the_closure():
+    import tilemlir.language as T
+
+    def make(dtype):
+        M = T.symbolic("M")
+
+        def kernel(X: T.Tensor((M, 64), dtype)):
+            return X
+
+        return kernel
+
+    assert make("float16").__closure__ is None  # the annotation's dtype is not a free variable
+    assert source_cache.kernel_key(make("float16"), "cuda", {}, None) != \
+        source_cache.kernel_key(make("bfloat16"), "cuda", {}, None)
