@@ -7,7 +7,15 @@ S is computed as amax * fp32(1/448), which is what PyTorch's `amax / 448`
 does (it divides by a scalar through its reciprocal), and Q = fp8(x / S)
 with a true division, rounded to nearest even; |x / S| <= 448 up to one
 rounding, which the cast maps onto 448. So S and Q match PyTorch's
-`s = amax / 448; (x / s).to(fp8)` bit for bit. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
+`s = amax / 448; (x / s).to(fp8)` bit for bit.
+
+The division by the row's scale is done as Markstein's exact division by a
+constant: with r = 1 / S correctly rounded, q = x * r and one FMA-corrected
+step q + (x - q * S) * r give the correctly rounded x / S (three FMAs per
+element instead of the ~10 instructions and slow-path branch of a general
+IEEE division, which made these kernels instruction-bound). It holds while
+the residual x - q * S does not underflow, i.e. for all but rows whose
+values are within ~2^-100 of zero. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
 0 there instead of NaN.
 """
 
@@ -33,12 +41,15 @@ def quant_row_fp8(N, dtype="bfloat16"):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             scale = T.alloc_fragment((block_M,), T.float32)
+            inv_scale = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             T.reduce_absmax(x, scale, dim=1)
             for i in T.Parallel(block_M):
                 scale[i] = T.max(scale[i], MIN_AMAX) * (1.0 / FP8_MAX)
+                inv_scale[i] = 1.0 / scale[i]
             for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] / scale[i]
+                q = x[i, j] * inv_scale[i]
+                x[i, j] = T.fma(T.fma(-q, scale[i], x[i, j]), inv_scale[i], q)
             T.copy(x, Q[bx * block_M, 0])
             T.copy(scale, S[bx * block_M])
 
@@ -57,14 +68,17 @@ def quant_block_fp8(N, dtype="bfloat16"):
         with T.Kernel(groups, T.ceildiv(M, BLOCK_ROWS), threads=128) as (bg, bm):
             x = T.alloc_fragment((BLOCK_ROWS, GROUP), T.float32)
             scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
+            inv_scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
             scale_col = T.alloc_fragment((BLOCK_ROWS, 1), T.float32)
             T.copy(X[bm * BLOCK_ROWS, bg * GROUP], x)
             T.reduce_absmax(x, scale, dim=1)
             for i in T.Parallel(BLOCK_ROWS):
                 scale[i] = T.max(scale[i], MIN_AMAX) * (1.0 / FP8_MAX)
+                inv_scale[i] = 1.0 / scale[i]
                 scale_col[i, 0] = scale[i]
             for i, j in T.Parallel(BLOCK_ROWS, GROUP):
-                x[i, j] = x[i, j] / scale[i]
+                q = x[i, j] * inv_scale[i]
+                x[i, j] = T.fma(T.fma(-q, scale[i], x[i, j]), inv_scale[i], q)
             T.copy(x, Q[bm * BLOCK_ROWS, bg * GROUP])
             T.copy(scale_col, S[bm * BLOCK_ROWS, bg])
 
