@@ -28,7 +28,8 @@ log = logging.getLogger("tilemlir.driver")
 TARGETS = ("cuda", "cpu")
 CPU_LEVELS = ("tile", "thread")
 _CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache")
-_CPU_OPTIONS = ("level",)
+# fast_math is accepted and has no effect on the CPU: the CPU backend is the exact reference.
+_CPU_OPTIONS = ("level", "fast_math")
 
 
 def _text(module: ir.Module) -> str:

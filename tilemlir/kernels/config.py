@@ -1,5 +1,8 @@
 """Block shapes for row kernels: how many threads share one row of N elements.
 
+Every row factory takes `max_chunks` (the most 16-byte chunks of a row one
+thread holds) to tune this; benchmarks/sweep_rows.py measures the choices.
+
 Every thread should own whole 16-byte chunks of the row (so each access is
 one 16-byte vector load, coalesced across the warp) and only a few of them
 (so the row stays in registers without spilling).

@@ -11,13 +11,13 @@ registers are not live across the row reductions.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import row_config
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
 
 
 @tilemlir.jit(out_idx=[2])
-def rmsnorm(N, dtype="bfloat16"):
+def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype)
+    cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -43,9 +43,9 @@ def rmsnorm(N, dtype="bfloat16"):
 
 
 @tilemlir.jit(out_idx=[3, 4])
-def add_rmsnorm(N, dtype="bfloat16"):
+def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype)
+    cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -77,9 +77,9 @@ def add_rmsnorm(N, dtype="bfloat16"):
 
 
 @tilemlir.jit(out_idx=[3])
-def layernorm(N, dtype="bfloat16"):
+def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype)
+    cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -112,9 +112,9 @@ def layernorm(N, dtype="bfloat16"):
 
 
 @tilemlir.jit(out_idx=[4, 5])
-def add_layernorm(N, dtype="bfloat16"):
+def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype)
+    cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func

@@ -5,9 +5,9 @@ import tilemlir.language as T
 from tilemlir.kernels.config import row_config
 
 
-def _row_reduce(N: int, kind: str):
+def _row_reduce(N: int, kind: str, max_chunks: int):
     M = T.symbolic("M")
-    cfg = row_config(N, "float32", max_chunks=4)
+    cfg = row_config(N, "float32", max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -26,10 +26,10 @@ def _row_reduce(N: int, kind: str):
 
 
 @tilemlir.jit(out_idx=[1])
-def row_sum(N):
-    return _row_reduce(N, "sum")
+def row_sum(N, max_chunks=4):
+    return _row_reduce(N, "sum", max_chunks)
 
 
 @tilemlir.jit(out_idx=[1])
-def row_max(N):
-    return _row_reduce(N, "max")
+def row_max(N, max_chunks=4):
+    return _row_reduce(N, "max", max_chunks)

@@ -16,15 +16,15 @@ CHUNK = 8192
 
 
 @tilemlir.jit(out_idx=[1])
-def softmax(N, dtype="float16"):
+def softmax(N, dtype="float16", max_chunks=4):
     if N <= MAX_ROW_IN_REGISTERS:
-        return _one_pass(N, dtype)
-    return _online(N, dtype)
+        return _one_pass(N, dtype, max_chunks)
+    return _online(N, dtype, max_chunks)
 
 
-def _one_pass(N, dtype):
+def _one_pass(N, dtype, max_chunks):
     M = T.symbolic("M")
-    cfg = row_config(N, dtype, max_chunks=4)
+    cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -47,10 +47,10 @@ def _one_pass(N, dtype):
     return softmax_kernel
 
 
-def _online(N, dtype):
+def _online(N, dtype, max_chunks):
     assert N % CHUNK == 0, f"softmax: rows longer than {MAX_ROW_IN_REGISTERS} must be a multiple of {CHUNK}"
     M = T.symbolic("M")
-    cfg = row_config(CHUNK, dtype, max_chunks=4)
+    cfg = row_config(CHUNK, dtype, max_chunks)
     block_M = cfg.block_M
     n_chunks = N // CHUNK
 
