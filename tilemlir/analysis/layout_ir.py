@@ -14,14 +14,11 @@ from dataclasses import replace
 
 from tilemlir.analysis.layouts import LayoutError, TiledLayout, from_attr, to_attr
 from tilemlir.dialects.tile import memory_space
+from tilemlir.ir_util import operation, walk_ops
 from tilemlir.mlir import ir
 
 LAYOUT_ATTR = "layout"
 ANNOTATED_ATTR = "tile.annotated_layout"
-
-
-def operation(op) -> ir.Operation:
-    return op.operation if isinstance(op, ir.OpView) else op
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
@@ -122,14 +119,3 @@ def set_layout(op, layout: TiledLayout) -> None:
 def fragment_alloc(value: ir.Value) -> ir.Operation | None:
     op = defining_op(value)
     return op if op is not None and op.name == "tile.alloc_fragment" else None
-
-
-def walk_ops(op: ir.Operation):
-    """Every op nested in `op`, in program order (pre-order)."""
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                inner = operation(inner)
-                yield inner
-                yield from walk_ops(inner)
-

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from tilemlir.ir_util import operation, walk_ops as walk
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
-
-
-def operation(op) -> ir.Operation:
-    return op.operation if isinstance(op, ir.OpView) else op
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
@@ -66,16 +63,6 @@ def single_block(op: ir.Operation, region_index: int = 0) -> ir.Block:
         raise error(op, f"'{op.name}' must have exactly one block in region #{region_index} "
                         f"for the CUDA emitter, got {len(blocks)} (unstructured control flow is not supported)")
     return blocks[0]
-
-
-def walk(op: ir.Operation):
-    """Every op nested in `op`'s regions, in order (not `op` itself)."""
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                inner = operation(inner)
-                yield inner
-                yield from walk(inner)
 
 
 def memory_space(type_: ir.MemRefType) -> str | None:

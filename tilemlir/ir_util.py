@@ -1,0 +1,20 @@
+"""Small read-only helpers over the MLIR Python bindings shared by the analyses, passes and emitters."""
+
+from __future__ import annotations
+
+from tilemlir.mlir import ir
+
+
+def operation(op) -> ir.Operation:
+    return op.operation if isinstance(op, ir.OpView) else op
+
+
+def walk_ops(op: ir.Operation):
+    """Every op nested in `op`'s regions, in program order (pre-order; not `op` itself)."""
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = operation(inner)
+                yield inner
+                yield from walk_ops(inner)
+
