@@ -11,6 +11,7 @@ conservative fixpoint over the launch body.
 
 from __future__ import annotations
 
+from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import ir
 
 THREAD_VALUES = ("gpu.thread_id", "gpu.lane_id", "gpu.shuffle")
@@ -20,7 +21,7 @@ LOADS = ("memref.load", "vector.load")
 def thread_dependent_values(launch: ir.Operation, local_buffers: set[ir.Value]) -> set[ir.Value]:
     body = launch.regions[0].blocks[0]
     dependent: set[ir.Value] = set(list(body.arguments)[3:6])
-    ops = _ops_in(launch)
+    ops = list(walk_ops(launch))
     changed = True
     while changed:
         changed = False
@@ -48,15 +49,3 @@ def _is_dependent(op: ir.Operation, dependent: set[ir.Value], local_buffers: set
             if operations and any(v in dependent for v in operations[-1].operation.operands):
                 return True
     return False
-
-
-def _ops_in(root: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op != root:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found

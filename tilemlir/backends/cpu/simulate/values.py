@@ -15,6 +15,7 @@ from __future__ import annotations
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.simulate.phases import LINEAR_ATTR, THREAD_LOOP_ATTR, ThreadLoop
+from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import arith, ir, memref, vector
 from tilemlir.passes import diag
 
@@ -65,7 +66,7 @@ class ThreadState:
         """Replace `gpu.thread_id`, `gpu.lane_id`, `gpu.block_dim` and the launch's thread
         arguments by the ids of the thread loop each use is in."""
         for loop in self.loops.values():
-            for op in _ops_under(loop.op):
+            for op in list(walk_ops(loop.op)):  # a snapshot: ops are erased on the way
                 replacement = self._id_op_value(op, loop)
                 if replacement is not None:
                     op.results[0].replace_all_uses_with(replacement)
@@ -107,7 +108,7 @@ class ThreadState:
 
     def carry_values_across_phases(self, block_level_ops: list[ir.Operation]) -> None:
         for loop in list(self.loops.values()):
-            for op in _ops_under(loop.op):
+            for op in list(walk_ops(loop.op)):
                 self._reload_operands(op, loop)
         for op in block_level_ops:
             self._reload_operands(op, None)
@@ -129,7 +130,7 @@ class ThreadState:
     def exchange_shuffles(self) -> None:
         """Each `gpu.shuffle` (which opens its thread loop) reads its partner's stored value."""
         for loop in list(self.loops.values()):
-            for op in _ops_under(loop.op):
+            for op in list(walk_ops(loop.op)):
                 if op.name == "gpu.shuffle":
                     self._exchange(op, loop)
 
@@ -199,16 +200,3 @@ def _dim(op: ir.Operation) -> int:
 
 def _op_of(owner) -> ir.Operation:
     return owner.owner if isinstance(owner, ir.Block) else owner
-
-
-def _ops_under(root: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op != root:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
-
