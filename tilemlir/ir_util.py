@@ -18,3 +18,15 @@ def walk_ops(op: ir.Operation):
                 yield inner
                 yield from walk_ops(inner)
 
+
+def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    """Ops under `root` (and `root` itself) with one of `names`, inner ops before the ops that contain them."""
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found

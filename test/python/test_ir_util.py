@@ -1,4 +1,4 @@
-from tilemlir.ir_util import operation, walk_ops
+from tilemlir.ir_util import operation, ops_named, walk_ops
 from tilemlir.mlir import ir, make_context
 
 NESTED = """
@@ -32,3 +32,12 @@ def test_walk_ops_gives_plain_operations():
     _module, function = _function()
     assert all(type(op) is ir.Operation for op in walk_ops(function))
     assert operation(function) is function
+
+
+def test_ops_named_puts_inner_ops_first_and_includes_the_root():
+    _module, function = _function()
+    loops = ops_named(function, "scf.for")
+    assert [loop.operands[1] == function.regions[0].blocks[0].arguments[0] for loop in loops] == [False, True]
+    assert [op.name for op in ops_named(function, "arith.addi", "arith.muli")] == ["arith.addi", "arith.muli"]
+    assert [op.name for op in ops_named(function, "func.func")] == ["func.func"]
+    assert ops_named(function, "gpu.launch") == []

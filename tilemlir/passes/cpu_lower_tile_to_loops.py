@@ -23,6 +23,7 @@ from __future__ import annotations
 from tilemlir.analysis.padding import PAD_ATTR, padding_attr
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.ir_util import ops_named
 from tilemlir.mlir import ir
 from tilemlir.passes import diag, register_pass
 
@@ -32,37 +33,24 @@ _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
 @register_pass("lower-tile-to-loops", "tile-level IR -> upstream scf/memref/arith loops (CPU reference semantics)")
 def run(module: ir.Operation, options) -> None:
     with module.location:  # types built below need a location for their diagnostics
-        for kernel in _ops_named(module, "tile.kernel"):
+        for kernel in ops_named(module, "tile.kernel"):
             _lower_kernel(kernel)
-
-
-def _ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
-    """Ops under `root` with one of `names`, inner ops before the ops that contain them."""
-    found = []
-
-    def visit(op):
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
 
 
 def _lower_kernel(kernel: ir.Operation) -> None:
     function = buffers.enclosing_function(kernel)
     _record_padding(kernel)
-    element_accesses = [op for op in _ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
-    for op in _ops_named(function, "tile.assume"):
+    element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
+    for op in ops_named(function, "tile.assume"):
         op.erase()
-    for op in _ops_named(kernel, *tile_ops.LOWERINGS):
+    for op in ops_named(kernel, *tile_ops.LOWERINGS):
         tile_ops.LOWERINGS[op.name](op)
     for op in element_accesses:
         _guard_element_access(op)
     on_chip = _hoist_buffers(function, kernel)
-    for op in _ops_named(kernel, "tile.parallel"):
+    for op in ops_named(kernel, "tile.parallel"):
         b.inline_into_loop_nest(op, list(op.operands))
-    for op in _ops_named(kernel, "tile.pipelined"):
+    for op in ops_named(kernel, "tile.pipelined"):
         lower, upper, step = op.operands
         b.inline_into_loop_nest(op, [upper], [lower], [step])
     _lower_grid(kernel, on_chip)
@@ -71,7 +59,7 @@ def _lower_kernel(kernel: ir.Operation) -> None:
 
 def _record_padding(kernel: ir.Operation) -> None:
     """Set `tile.pad` on every global read the padding rule covers."""
-    for op in _ops_named(kernel, "tile.copy", "memref.load"):
+    for op in ops_named(kernel, "tile.copy", "memref.load"):
         if PAD_ATTR in op.attributes or not tile_ops.is_global(op.operands[0]):
             continue
         if op.name == "memref.load" and not _inside(op, "tile.parallel"):
@@ -110,7 +98,7 @@ def _guard_element_access(op: ir.Operation) -> None:
 
 def _hoist_buffers(function: ir.Operation, kernel: ir.Operation) -> list[ir.Value]:
     hoisted = []
-    for op in _ops_named(kernel, *_ALLOCS):
+    for op in ops_named(kernel, *_ALLOCS):
         name = ir.StringAttr(op.attributes["name"]).value if "name" in op.attributes else None
         buffer = buffers.allocate_at_entry(function, op.results[0].type, op.location, name)
         op.results[0].replace_all_uses_with(buffer)

@@ -32,6 +32,7 @@ from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.simulate import checks, phases, uniformity, values
 from tilemlir.dialects.tile import memory_space
+from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
 from tilemlir.passes import diag, register_pass
 
@@ -56,7 +57,7 @@ def run(module: ir.Operation, options: SimulateOptions) -> None:
     if options.out_of_range not in ("error", "pad"):
         raise diag.error(module, f"simulate-threads: out-of-range must be 'error' or 'pad', got '{options.out_of_range}'")
     by_function: dict[ir.Operation, list[ir.Operation]] = {}
-    for launch in _ops_named(module, "gpu.launch"):
+    for launch in ops_named(module, "gpu.launch"):
         by_function.setdefault(buffers.enclosing_function(launch), []).append(launch)
     for function, launches in by_function.items():
         with function.location:  # types built below need a location for their diagnostics
@@ -65,18 +66,6 @@ def run(module: ir.Operation, options: SimulateOptions) -> None:
                 _simulate(launch, function, checker)
             function.attributes[checks.SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in checker.sites])
             buffers.erase_memory_spaces(function)
-
-
-def _ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.walk(visit)
-    return found
 
 
 def _checker(function: ir.Operation, options: SimulateOptions) -> checks.Checker:
@@ -106,7 +95,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     block_dims = _block_dims(launch)
     n_threads = block_dims[0] * block_dims[1] * block_dims[2]
     _reject_unsupported(launch)
-    for op in _ops_named(launch, "tile.atomic_add"):
+    for op in ops_named(launch, "tile.atomic_add"):
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
@@ -123,7 +112,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         old.owner.erase()
     state.carry_values_across_phases(_block_level_ops(launch, state))
     for loop in splitter.phases.thread_loops:
-        for op in _ops_named(loop.op, *checks.ACCESSES):
+        for op in ops_named(loop.op, *checks.ACCESSES):
             checker.instrument(op, loop.tid)
     for barrier in splitter.phases.barriers:
         with barrier.location, ir.InsertionPoint(barrier):
@@ -166,14 +155,14 @@ def _reject_unsupported(launch: ir.Operation) -> None:
 
 
 def _hoist_constants(launch: ir.Operation) -> None:
-    for op in _ops_named(launch, "arith.constant"):
+    for op in ops_named(launch, "arith.constant"):
         op.move_before(launch)
 
 
 def _hoist_buffers(launch, function, checker, n_threads):
     """Shared allocas -> block-wide heap buffers; local ones -> one copy per thread."""
     on_chip, locals_ = [], []
-    for op in _ops_named(launch, "memref.alloca"):
+    for op in ops_named(launch, "memref.alloca"):
         type_ = op.results[0].type
         name = ir.StringAttr(op.attributes["name"]).value if "name" in op.attributes else "alloca"
         if memory_space(type_) == "shared":
@@ -213,7 +202,7 @@ def _run_blocks(launch: ir.Operation, on_chip: list[ir.Value], checker: checks.C
     args = list(body.arguments)
     for arg, value in zip(args[6:], [*grid, view.blockSizeX, view.blockSizeY, view.blockSizeZ]):
         arg.replace_all_uses_with(value)
-    for op in _ops_named(launch, "gpu.block_id", "gpu.grid_dim"):
+    for op in ops_named(launch, "gpu.block_id", "gpu.grid_dim"):
         source = args[:3] if op.name == "gpu.block_id" else grid
         op.results[0].replace_all_uses_with(source["xyz".index(str(op.attributes["dimension"]).split()[-1][0])])
         op.erase()
