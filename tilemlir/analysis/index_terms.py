@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import z3
 
+from tilemlir.dialects.tile import constant_int, enclosing
 from tilemlir.mlir import ir
 
 _MAX_DEPTH = 400
@@ -76,39 +77,12 @@ def ceil_div(a, b):
     return -floor_div(-a, b)
 
 
-def _op_of(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
-def constant_int(value: ir.Value) -> int | None:
-    """The integer an `arith.constant` defines, or None."""
-    op = _op_of(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    if not isinstance(attr, ir.IntegerAttr):
-        return None
-    return attr.value
-
-
 def _is_bool(type_: ir.Type) -> bool:
     return isinstance(type_, ir.IntegerType) and type_.width == 1
 
 
 def _int_width(type_: ir.Type) -> int | None:
     return type_.width if isinstance(type_, ir.IntegerType) else None
-
-
-def enclosing(op: ir.Operation, name: str) -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None:
-        if parent.name == name:
-            return parent
-        parent = parent.parent
-    return None
 
 
 def launch_sizes(launch: ir.Operation) -> list[ir.Value]:

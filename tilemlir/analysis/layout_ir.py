@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilemlir.analysis.layouts import LayoutError, TiledLayout, from_attr, to_attr
-from tilemlir.dialects.tile import memory_space
+from tilemlir.dialects.tile import constant_int, memory_space
 from tilemlir.ir_util import operation, walk_ops
 from tilemlir.mlir import ir
 
@@ -24,14 +24,6 @@ ANNOTATED_ATTR = "tile.annotated_layout"
 def defining_op(value: ir.Value) -> ir.Operation | None:
     owner = value.owner
     return operation(owner) if isinstance(owner, (ir.Operation, ir.OpView)) else None
-
-
-def constant_int(value: ir.Value) -> int | None:
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    return attr.value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def enclosing(op: ir.Operation, name: str, stop: str = "func.func") -> ir.Operation | None:

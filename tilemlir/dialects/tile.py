@@ -81,7 +81,7 @@ def _space_name(space: str | None) -> str:
     return "global" if space is None else f'"{space}"'
 
 
-def _constant_index(value: ir.Value) -> int | None:
+def constant_int(value: ir.Value) -> int | None:
     """The integer a value is defined to be by an `arith.constant`, if it is one."""
     owner = value.owner
     if not isinstance(owner, (ir.Operation, ir.OpView)):
@@ -189,7 +189,7 @@ def _checked(verify):
     return wrapper
 
 
-def _enclosing(op: ir.Operation, name: str) -> ir.Operation | None:
+def enclosing(op: ir.Operation, name: str) -> ir.Operation | None:
     parent = op.parent
     while parent is not None:
         if parent.name == name:
@@ -214,7 +214,7 @@ def _check_region_args(op, count: int, what: str) -> str | None:
 
 def _check_positive_extents(values, what: str) -> str | None:
     for i, value in enumerate(values):
-        extent = _constant_index(value)
+        extent = constant_int(value)
         if extent is not None and extent <= 0:
             return f"{what} #{i} must be positive, got {extent}"
     return None
@@ -331,7 +331,7 @@ class _AllocOp(Tile.Operation):
                 return f"dim #{i} of the result must be static: on-chip buffers need a compile-time shape"
             if dim <= 0:
                 return f"dim #{i} of the result must be positive, got {dim}"
-        if _enclosing(self.operation, "tile.kernel") is None:
+        if enclosing(self.operation, "tile.kernel") is None:
             return "must be inside a tile.kernel"
         if "layout" in self.operation.attributes:
             if self.SPACE != FRAGMENT:
@@ -389,7 +389,7 @@ class ParallelOp(Tile.Operation, name="parallel"):
     def verify_invariants(self):
         if len(self.operation.operands) == 0:
             return "must have at least one extent"
-        if _enclosing(self.operation, "tile.kernel") is None:
+        if enclosing(self.operation, "tile.kernel") is None:
             return "must be inside a tile.kernel"
         return _check_positive_extents(self.operation.operands, "extent")
 
@@ -418,7 +418,7 @@ class PipelinedOp(Tile.Operation, name="pipelined"):
         stages = _int_attr(self, "num_stages")
         if stages < 1:
             return f"'num_stages' must be >= 1, got {stages}"
-        step = _constant_index(self.operation.operands[2])
+        step = constant_int(self.operation.operands[2])
         if step is not None and step <= 0:
             return f"step must be positive, got {step}"
         return None
@@ -441,7 +441,7 @@ def _box_problem(side: str, type_: ir.MemRefType, shape: list[int], offsets: lis
         extent, size = shape[lead + d], type_.shape[d]
         if not _static(size):
             continue
-        offset = _constant_index(offsets[d]) or 0
+        offset = constant_int(offsets[d]) or 0
         if offset + extent > size:
             return (
                 f"copy box extent {extent} at offset {offset} exceeds dim #{d} of {side} "
