@@ -163,6 +163,6 @@ def _compile_cpu(module: ir.Module, info: KernelInfo, options: dict) -> Compiled
     until = "frontend" if level == "tile" else "final"
     stage_ir, seconds = run_stages(module, until)
     start = time.perf_counter()
-    kernel = build(module, None, level=level, out_idx=tuple(info.out_idx))
+    kernel = build(module, info, level=level)
     seconds["llvm"] = time.perf_counter() - start
     return CompiledArtifact(kernel, stage_ir, seconds)
