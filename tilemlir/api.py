@@ -228,7 +228,11 @@ class JitFunction:
         """The source-level disk-cache key (CUDA only: CPU kernels are JIT-compiled in memory)."""
         from tilemlir.config import settings
 
-        if target != "cuda" or not options.get("use_cache", True) or settings().disable_cache:
+        config = settings()
+        # A hand-edited override or a dump request needs the compile to happen.
+        if config.disable_cache or config.cuda_override is not None or config.dump_dir is not None:
+            return None
+        if target != "cuda" or not options.get("use_cache", True):
             return None
         from tilemlir import source_cache
 

@@ -97,3 +97,11 @@ def test_key_depends_on_annotations_evaluated_outside_the_closure():
     assert make("float16").__closure__ is None  # the annotation's dtype is not a free variable
     assert source_cache.kernel_key(make("float16"), "cuda", {}, None) != \
         source_cache.kernel_key(make("bfloat16"), "cuda", {}, None)
+
+
+def test_override_and_dump_directories_bypass_the_source_cache(tmp_path, env):
+    (tmp_path / "kernels.py").write_text(KERNEL_FILE.format(scale=2.5))
+    assert _run(tmp_path, env) == ["mlir", "1", "0"]
+    for knob in ("TILEMLIR_CUDA_OVERRIDE", "TILEMLIR_DUMP_DIR"):
+        assert _run(tmp_path, {**env, knob: str(tmp_path / knob)}) == ["mlir", "1", "0"]
+    assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
