@@ -177,6 +177,16 @@ def prim_func(fn: Callable) -> Callable:
     return fn
 
 
+def macro(fn: Callable) -> Callable:
+    """`@T.macro`: kernel code shared between kernels. A call from kernel code is inlined there
+    (arguments may be run-time values, buffers or compile-time values; `return expr` at the end
+    gives the call's value). The function is returned, marked."""
+    if not inspect.isfunction(fn):
+        raise TypeError(f"@T.macro decorates a `def` function, got {type(fn).__name__}")
+    fn.__tilemlir_macro__ = True
+    return fn
+
+
 # ----------------------------------------------------------------------------
 # Layouts (`T.annotate_layout`).
 
@@ -471,7 +481,7 @@ fma = _math("fma", "a * b + c with a single rounding.")
 
 __all__ = [
     *DTYPES,
-    "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "Layout",
+    "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",

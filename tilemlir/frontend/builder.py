@@ -22,6 +22,7 @@ from tilemlir.frontend.calls import CallMixin
 from tilemlir.frontend.control import ControlMixin
 from tilemlir.frontend.expressions import ExprMixin
 from tilemlir.frontend.info import KernelInfo
+from tilemlir.frontend.macros import MacroMixin
 from tilemlir.frontend.signature import SignatureMixin
 from tilemlir.frontend.source import KernelError, KernelSource, is_unbound
 from tilemlir.frontend.statements import StmtMixin
@@ -43,11 +44,14 @@ _SCOPE_HINTS = {
 }
 
 
-class KernelBuilder(ExprMixin, CallMixin, StmtMixin, ControlMixin, TileOpsMixin, SignatureMixin):
+class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, SignatureMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context):
-        self.source = source
+        self.source = source  # the function being read: the kernel, or the macro being inlined
+        self.sources = [source]  # the kernel's and every macro's, to locate any AST node
+        self.macro_sources: dict = {}
+        self.macro_stack: list = []
         self.context = context
         self.env: dict[str, Binding] = {}
         self.scope = Scope("function", source.tree, 0)
@@ -91,8 +95,15 @@ class KernelBuilder(ExprMixin, CallMixin, StmtMixin, ControlMixin, TileOpsMixin,
     # ------------------------------------------------------------------
     # Positions and errors.
 
+    def source_of(self, node: ast.AST) -> KernelSource:
+        """The source `node` belongs to (the kernel's or a macro's), so every position lands in its own file."""
+        for source in (self.source, *self.sources):
+            if source.owns(node):
+                return source
+        return self.source
+
     def mlir_location(self, node: ast.AST) -> ir.Location:
-        loc = self.source.location(node)
+        loc = self.source_of(node).location(node)
         return ir.Location.file(loc.file, loc.line, loc.col)
 
     @contextmanager
@@ -104,21 +115,22 @@ class KernelBuilder(ExprMixin, CallMixin, StmtMixin, ControlMixin, TileOpsMixin,
         except CompileError:
             raise
         except KernelError as exc:
-            raise self.source.error(exc.node or node, exc.message, exc.notes) from None
+            where = exc.node or node
+            raise self.source_of(where).error(where, exc.message, exc.notes) from None
         except RecursionError:
-            raise self.source.error(node, "kernel code nests too deeply") from None
+            raise self.source_of(node).error(node, "kernel code nests too deeply") from None
         except Exception as exc:  # a compiler bug: still located, never a bare traceback
             notes = ()
             if settings().traceback:
                 notes = (Diagnostic("note", "Python traceback:\n" + "".join(traceback.format_exception(exc)).rstrip()),)
             message = f"internal compiler error: {type(exc).__name__}: {exc} (please report this with the kernel)"
-            raise self.source.error(node, message, notes) from None
+            raise self.source_of(node).error(node, message, notes) from None
 
     def line_of(self, node: ast.AST) -> int:
-        return self.source.location(node).line
+        return self.source_of(node).location(node).line
 
     def note(self, node: ast.AST, message: str) -> Diagnostic:
-        return self.source.note(node, message)
+        return self.source_of(node).note(node, message)
 
     # ------------------------------------------------------------------
     # Scopes and name bindings.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import math as pymath
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from tilemlir import language as T
 from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import is_dynamic
+from tilemlir.frontend.macros import is_macro
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
 from tilemlir.language import DType
@@ -76,6 +78,8 @@ class CallMixin:
             return self.cast(self.arg(args, "value"), callee)
         if callee in _BUILTIN_ELEMENT:
             return self.call_element_function(_BUILTIN_ELEMENT[callee], node, builtin=True)
+        if is_macro(callee):
+            return self.call_macro(callee, node)
         return self.call_python(callee, node)
 
     def call_python(self, callee: Any, node: ast.Call) -> Any:
@@ -98,6 +102,8 @@ class CallMixin:
                 hint = "; write `for i in range(...)` directly in the loop header for a run-time loop"
             elif name == "<lambda>":
                 hint = "; a lambda runs at compile time, so write the expression inline instead"
+            elif inspect.isfunction(callee):
+                hint = f"; to share kernel code, decorate '{name}' with @T.macro and it is inlined here"
             raise KernelError(
                 f"cannot call the Python function '{name}' with run-time values: only T.* operations run on the "
                 f"device, other calls are evaluated at compile time{hint}"

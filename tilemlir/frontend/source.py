@@ -44,6 +44,7 @@ class KernelSource:
     lines: list[str]  # the function's source lines as they are in the file
     first_line: int  # file line of lines[0]
     closure: dict[str, Any] = field(default_factory=dict)
+    node_ids: set[int] | None = None
 
     @property
     def name(self) -> str:
@@ -69,6 +70,12 @@ class KernelSource:
 
     def note(self, node: ast.AST, message: str) -> Diagnostic:
         return Diagnostic("note", message, self.location(node))
+
+    def owns(self, node: ast.AST) -> bool:
+        """Whether `node` is part of this function's AST."""
+        if self.node_ids is None:
+            self.node_ids = {id(n) for n in ast.walk(self.tree)}
+        return id(node) in self.node_ids
 
     def resolve_free(self, name: str) -> Any:
         """The value of a name the function does not assign: closure, then globals, then builtins."""
