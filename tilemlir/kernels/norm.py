@@ -6,12 +6,53 @@
     add_layernorm(N)(X, R, W, B, eps) -> (Y, H)
 
 The weights are copied in just before the loop that uses them, so their
-registers are not live across the row reductions.
+registers are not live across the row reductions. The fused variants add the
+residual and then run the same normalization (`@T.macro`s below) as the plain ones.
 """
 
 import tilemlir
 import tilemlir.language as T
 from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
+
+
+@T.macro
+def add_residual(x, r, h, i, j):
+    """h = x + r rounded to h's dtype, and x = h: the residual stream the fused kernels return."""
+    h[i, j] = T.cast(x[i, j] + r[i, j], h.dtype)
+    x[i, j] = T.cast(h[i, j], T.float32)
+
+
+@T.macro
+def rms_normalize(x, sq, ss, w, W, Y, bx, eps):
+    """Y's rows of block bx = x / sqrt(mean(x^2) + eps) * W, given sq = x^2; ss holds the row scales."""
+    block_M, N = x.shape
+    T.reduce_sum(sq, ss, dim=1)
+    for i in T.Parallel(block_M):
+        ss[i] = T.rsqrt(ss[i] / N + eps)
+    T.copy(W, w)
+    for i, j in T.Parallel(block_M, N):
+        x[i, j] = x[i, j] * ss[i] * w[j]
+    T.copy(x, Y[bx * block_M, 0])
+
+
+@T.macro
+def layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps):
+    """Y's rows of block bx = (x - mean) / sqrt(var + eps) * W + B (x is centred in place, sq its square)."""
+    block_M, N = x.shape
+    T.reduce_sum(x, mean, dim=1)
+    for i in T.Parallel(block_M):
+        mean[i] = mean[i] / N
+    for i, j in T.Parallel(block_M, N):
+        x[i, j] = x[i, j] - mean[i]
+        sq[i, j] = x[i, j] * x[i, j]
+    T.reduce_sum(sq, rstd, dim=1)
+    for i in T.Parallel(block_M):
+        rstd[i] = T.rsqrt(rstd[i] / N + eps)
+    T.copy(W, w)
+    T.copy(B, b)
+    for i, j in T.Parallel(block_M, N):
+        x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
+    T.copy(x, Y[bx * block_M, 0])
 
 
 @tilemlir.jit(out_idx=[2])
@@ -31,13 +72,7 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
             T.copy(X[bx * block_M, 0], x)
             for i, j in T.Parallel(block_M, N):
                 sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, ss, dim=1)
-            for i in T.Parallel(block_M):
-                ss[i] = T.rsqrt(ss[i] / N + eps)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * ss[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_normalize(x, sq, ss, w, W, Y, bx, eps)
 
     return rmsnorm_kernel
 
@@ -61,17 +96,10 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
             for i, j in T.Parallel(block_M, N):
-                h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
-                x[i, j] = T.cast(h[i, j], T.float32)
+                add_residual(x, r, h, i, j)
                 sq[i, j] = x[i, j] * x[i, j]
             T.copy(h, H[bx * block_M, 0])
-            T.reduce_sum(sq, ss, dim=1)
-            for i in T.Parallel(block_M):
-                ss[i] = T.rsqrt(ss[i] / N + eps)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * ss[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_normalize(x, sq, ss, w, W, Y, bx, eps)
 
     return add_rmsnorm_kernel
 
@@ -93,20 +121,7 @@ def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
-            T.reduce_sum(x, mean, dim=1)
-            for i in T.Parallel(block_M):
-                mean[i] = mean[i] / N
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] - mean[i]
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
-            for i in T.Parallel(block_M):
-                rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            T.copy(W, w)
-            T.copy(B, b)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
-            T.copy(x, Y[bx * block_M, 0])
+            layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
 
     return layernorm_kernel
 
@@ -133,22 +148,8 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
             for i, j in T.Parallel(block_M, N):
-                h[i, j] = T.cast(x[i, j] + r[i, j], dtype)
-                x[i, j] = T.cast(h[i, j], T.float32)
+                add_residual(x, r, h, i, j)
             T.copy(h, H[bx * block_M, 0])
-            T.reduce_sum(x, mean, dim=1)
-            for i in T.Parallel(block_M):
-                mean[i] = mean[i] / N
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] - mean[i]
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
-            for i in T.Parallel(block_M):
-                rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            T.copy(W, w)
-            T.copy(B, b)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
-            T.copy(x, Y[bx * block_M, 0])
+            layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
 
     return add_layernorm_kernel
