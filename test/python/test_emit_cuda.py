@@ -816,7 +816,8 @@ def test_command_line_tool(tmp_path):
     assert "Y[bx * 64 + tx] = 2.0f;" in source
     signature = json.loads(subprocess.run([*run, str(good), "--signature"], capture_output=True, text=True,
                                           check=True).stdout)
-    assert signature["params"][0] == {"kind": "tensor", "name": "Y", "dtype": "float32", "shape": ["M", 64], "align": 4}
+    assert signature["params"][0] == {"kind": "tensor", "name": "Y", "dtype": "float32", "shape": ["M", 64], "align": 4,
+                                      "written": True}
     bad = tmp_path / "bad.mlir"
     bad.write_text(kernel_module('      %v = math.ctlz %c4 : index loc("b.py":2:3)', [("Y", "memref<?x64xf32>")]))
     result = subprocess.run([*run, str(bad)], capture_output=True, text=True)

@@ -41,7 +41,8 @@ class FakeCudaDLPack:
 def matmul_like(**changes):
     fields = dict(
         name="scale",
-        params=(TensorParam("A", "float32", ("M", "N"), 16), TensorParam("B", "float32", ("N",), 4),
+        params=(TensorParam("A", "float32", ("M", "N"), 16, written=False),
+                TensorParam("B", "float32", ("N",), 4, written=False),
                 TensorParam("C", "float32", ("M", "N"), 16), ScalarParam("alpha", "float32"),
                 ScalarParam("k", "int32")),
         symbols=("M", "N"),
@@ -189,6 +190,69 @@ def test_assumptions_name_the_expression_and_the_values():
     args = [FakeCudaArray((8, 256)), FakeCudaArray((256,)), 0.5, 0]
     assert launch_error(args, sig=sig) == ("assumption 'M // k > 1' cannot be evaluated (integer division or modulo "
                                            "by zero) with M = 8, k = 0")
+
+
+def in_place(*, written=("Y",), out_idx=()):
+    """Y = f(X, W) with Y passed in; `written` names the tensors the kernel stores into."""
+    params = tuple(TensorParam(n, "float32", ("n",), 4, written=n in written) for n in ("X", "W", "Y"))
+    return KernelSignature(name="axpy", params=params, symbols=("n",), grid=("1", "1", "1"), block=(128, 1, 1),
+                           cuda_params=("X", "W", "Y", "n"), out_idx=out_idx)
+
+
+BASE = 0x7F0000000000
+OVERLAP = ("argument 'Y' (written by the kernel) overlaps argument 'X': the kernel assumes its tensors do not "
+           "alias (__restrict__); pass a separate output")
+
+
+def arrays_at(x, w, y, n=256):
+    return [FakeCudaArray((n,), ptr=BASE + x), FakeCudaArray((n,), ptr=BASE + w), FakeCudaArray((n,), ptr=BASE + y)]
+
+
+@pytest.mark.parametrize("y_offset", [0, 4, 1020, -4, -1020])
+def test_a_written_tensor_overlapping_another_is_rejected(y_offset):
+    assert launch_error(arrays_at(0, 8192, y_offset), sig=in_place()) == OVERLAP
+
+
+@pytest.mark.parametrize("y_offset", [1024, -1024, 4096])
+def test_adjacent_or_disjoint_ranges_are_accepted(y_offset):
+    _, env = bind(arrays_at(0, 8192, y_offset), sig=in_place())
+    assert env == [256]
+
+
+def test_overlapping_read_only_tensors_and_empty_tensors_are_accepted():
+    _, env = bind(arrays_at(0, 0, 4096), sig=in_place())
+    assert env == [256]
+    _, env = bind(arrays_at(0, 0, 0, n=0), sig=in_place())
+    assert env == [0]
+
+
+def test_the_written_tensor_is_named_first_and_overlap_is_in_bytes():
+    message = launch_error(arrays_at(0, 8192, 1020), sig=in_place(written=("X",)))
+    assert message.startswith("argument 'X' (written by the kernel) overlaps argument 'Y'")
+    message = launch_error(arrays_at(8192, 0, 1020), sig=in_place(written=("Y", "W")))
+    assert message.startswith("argument 'W' (written by the kernel) overlaps argument 'Y'")
+    sig = KernelSignature(name="cast", params=(TensorParam("X", "float64", ("n",), written=False),
+                                               TensorParam("Y", "float16", (8,))),
+                          symbols=("n",), grid=("1", "1", "1"), block=(32, 1, 1), cuda_params=("X", "Y", "n"))
+    x = FakeCudaArray((4,), typestr="<f8", ptr=BASE)
+    assert launch_error([x, FakeCudaArray((8,), typestr="<f2", ptr=BASE + 24)], sig=sig).startswith(
+        "argument 'Y' (written by the kernel) overlaps argument 'X'")  # X's 32 bytes reach past Y's start
+    bind([x, FakeCudaArray((8,), typestr="<f2", ptr=BASE + 32)], sig=sig)
+
+
+def test_outputs_the_runtime_allocates_are_not_checked():
+    binder, env = bind(arrays_at(0, 0, 0)[:2], sig=in_place(out_idx=(2,)))
+    assert binder.output_shapes(env) == [(2, (256,))]
+
+
+def test_host_arrays_sharing_memory_are_rejected_too():
+    binder = ArgumentBinder(in_place())
+    x = np.arange(512, dtype=np.float32)
+    values = [describe_host(a, n) for a, n in zip((x[:256], np.ones(256, np.float32), x[128:384]), "XWY")]
+    with pytest.raises(LaunchError, match=r"^argument 'Y' \(written by the kernel\) overlaps argument 'X'"):
+        binder.bind(values, HOST)
+    values[2] = describe_host(x[256:], "Y")
+    assert binder.bind(values, HOST) == [256]
 
 
 def test_device_must_be_the_current_one():

@@ -169,7 +169,8 @@ def fake(monkeypatch, launcher):
 
 # -- signatures --------------------------------------------------------------------------------
 def add_signature():
-    return KernelSignature(name="add", params=tuple(TensorParam(n, "float32", ("n",), 16) for n in "ABC"),
+    return KernelSignature(name="add", params=tuple(TensorParam(n, "float32", ("n",), 16, written=n == "C")
+                                                    for n in "ABC"),
                            symbols=("n",), grid=("(n + 4095) // 4096", "1", "1"), block=(256, 1, 1),
                            cuda_params=("A", "B", "C", "n"), out_idx=(2,), index_bits=32)
 
@@ -177,8 +178,9 @@ def add_signature():
 def scale_signature(**changes):
     fields = dict(
         name="scale",
-        params=(TensorParam("A", "bfloat16", ("M", "N"), 16), TensorParam("B", "float32", ("N",), 4),
-                TensorParam("W", "float16", (4, "N")), TensorParam("C", "bfloat16", ("M", "N"), 16),
+        params=(TensorParam("A", "bfloat16", ("M", "N"), 16, written=False),
+                TensorParam("B", "float32", ("N",), 4, written=False),
+                TensorParam("W", "float16", (4, "N"), written=False), TensorParam("C", "bfloat16", ("M", "N"), 16),
                 ScalarParam("alpha", "bfloat16"), ScalarParam("k", "int32"), TensorParam("R", "float32", ("M",))),
         symbols=("M", "N"),
         grid=("(M + 3) // 4", "N // 128", "k"),
@@ -309,6 +311,52 @@ def test_every_failing_check_is_the_general_paths_error(fake):
             kernel(*args)
         assert message in str(info.value)
     assert len(fake_driver.launches) == launched
+
+
+def in_place_signature():
+    """Y (passed in, written) = f(X, W) over n elements, plus an allocated output C."""
+    params = (TensorParam("X", "float32", ("n",), 16, written=False), TensorParam("W", "float32", (64,), 16,
+                                                                                     written=False),
+              TensorParam("Y", "float32", ("n",), 16), TensorParam("C", "float32", ("n",), 16))
+    return KernelSignature(name="in_place", params=params, symbols=("n",), grid=("4", "1", "1"), block=(64, 1, 1),
+                           cuda_params=("X", "W", "Y", "C", "n"), out_idx=(3,))
+
+
+def test_overlap_with_a_written_tensor_is_the_general_paths_error(fake):
+    kernel, fake_driver, torch = fake(in_place_signature())
+    f32, base = torch.float32, 0x7E0000000000
+    w = FakeTensor((64,), f32)
+    launch_twice(kernel, fake_driver, [FakeTensor((256,), f32), w, FakeTensor((256,), f32)])
+    launched = len(fake_driver.launches)
+    overlapping = [
+        (FakeTensor((256,), f32, address=base), FakeTensor((256,), f32, address=base), "'Y'", "'X'"),
+        (FakeTensor((256,), f32, address=base), FakeTensor((256,), f32, address=base + 1008), "'Y'", "'X'"),
+        (FakeTensor((256,), f32, address=base + 1008), FakeTensor((256,), f32, address=base), "'Y'", "'X'"),
+        (FakeTensor((256,), f32), FakeTensor((256,), f32, address=w.data_ptr() + 240), "'Y'", "'W'"),
+    ]
+    for x, y, written, other in overlapping:
+        assert kernel._fast.call((x, w, y), None) is SLOW
+        with pytest.raises(LaunchError) as info:
+            kernel(x, w, y)
+        assert str(info.value) == (f"argument {written} (written by the kernel) overlaps argument {other}: the "
+                                   "kernel assumes its tensors do not alias (__restrict__); pass a separate output")
+    assert len(fake_driver.launches) == launched
+
+
+def test_adjacent_read_only_overlapping_and_empty_tensors_take_the_fast_path(fake):
+    kernel, fake_driver, torch = fake(in_place_signature())
+    f32, base = torch.float32, 0x7E0000000000
+    launch_twice(kernel, fake_driver, [FakeTensor((256,), f32), FakeTensor((64,), f32), FakeTensor((256,), f32)])
+    x = FakeTensor((256,), f32, address=base)
+    accepted = [
+        (x, FakeTensor((64,), f32, address=base), FakeTensor((256,), f32, address=base + 1024)),
+        (x, FakeTensor((64,), f32, address=base + 2048), FakeTensor((256,), f32, address=base - 1024)),
+        (FakeTensor((0,), f32, address=base + 16), FakeTensor((64,), f32, address=base),
+         FakeTensor((0,), f32, address=base + 16)),  # empty: inside W's bytes, yet touching none
+    ]
+    for args in accepted:
+        assert kernel._fast.call(args, None) is not SLOW
+        assert fake_driver.launches[-1]["params"]["Y"] == args[2].data_ptr()
 
 
 def test_32_bit_element_limits_of_inputs_and_outputs(fake):

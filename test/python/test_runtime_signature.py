@@ -11,7 +11,8 @@ from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureEr
 def rmsnorm(**changes):
     fields = dict(
         name="rmsnorm",
-        params=(TensorParam("X", "bfloat16", ("M", 4096), 16), TensorParam("W", "bfloat16", (4096,), 16),
+        params=(TensorParam("X", "bfloat16", ("M", 4096), 16, written=False),
+                TensorParam("W", "bfloat16", (4096,), 16, written=False),
                 TensorParam("Y", "bfloat16", ("M", 4096), 16), ScalarParam("eps", "float32")),
         symbols=("M",),
         grid=("(M + 3) // 4", "1", "1"),
@@ -31,7 +32,8 @@ def test_json_round_trip_preserves_every_field():
     text = sig.to_json()
     data = json.loads(text)
     assert data["version"] == 1
-    assert data["params"][0] == {"kind": "tensor", "name": "X", "dtype": "bfloat16", "shape": ["M", 4096], "align": 16}
+    assert data["params"][0] == {"kind": "tensor", "name": "X", "dtype": "bfloat16", "shape": ["M", 4096], "align": 16,
+                                 "written": False}
     assert data["params"][3] == {"kind": "scalar", "name": "eps", "dtype": "float32"}
     assert data["grid"] == ["(M + 3) // 4", "1", "1"] and data["block"] == [128, 1, 1]
     assert data["shared_bytes"] == "4 * 128" and data["index_bits"] == 32 and data["out_idx"] == [2]
@@ -39,6 +41,20 @@ def test_json_round_trip_preserves_every_field():
     assert back == sig
     assert [dataclasses.astuple(p) for p in back.params] == [dataclasses.astuple(p) for p in sig.params]
     assert back.exprs.grid_fns[0]([10, 1.0]) == 3
+
+
+def test_written_round_trips_and_old_json_without_it_counts_as_written():
+    sig = rmsnorm()
+    assert [p.written for p in KernelSignature.from_json(sig.to_json()).params[:3]] == [False, False, True]
+    data = sig.to_dict()
+    for param in data["params"]:
+        param.pop("written", None)
+    old = KernelSignature.from_dict(data)
+    assert [p.written for p in old.params[:3]] == [True, True, True]
+    assert old.params[0] == dataclasses.replace(sig.params[0], written=True)
+    data["params"][0]["written"] = "no"
+    with pytest.raises(SignatureError, match="param 'X' written must be true or false, got 'no'"):
+        KernelSignature.from_dict(data)
 
 
 def test_views_and_defaults():

@@ -6,6 +6,11 @@ then checks the descriptions against the signature and binds the symbolic
 dims. Every failure is a `LaunchError` that names the argument and says
 what was expected and what was got.
 
+Every tensor parameter of an emitted kernel is `__restrict__`, so `bind`
+also rejects a call where a tensor the kernel writes shares bytes with
+another tensor argument (the same array twice, overlapping views). The
+outputs the runtime allocates (`out_idx`) are fresh and never checked.
+
 Use from a backend (the CPU backend does exactly this with numpy arrays)::
 
     binder = ArgumentBinder(signature)          # once per kernel
@@ -78,6 +83,7 @@ class ArgumentBinder:
              self._n_symbols + k)
             for k, pos in enumerate(scalar_positions)
         )
+        self._alias_pairs = _alias_pairs(self.inputs)
         self._outputs = tuple((i, _dim_slots(signature.params[i].shape, symbol_slot)) for i in signature.out_idx)
         self._index_limit = INT32_LIMIT if signature.index_bits == 32 else None
 
@@ -140,6 +146,8 @@ class ArgumentBinder:
             if device is not None and desc.device is not None and desc.device != device:
                 raise LaunchError(f"argument {name!r}: expected an array on {device_name(device)} "
                                   f"(the current device), got one on {device_name(desc.device)}")
+        if self._alias_pairs:
+            _check_aliasing(self._alias_pairs, values)
         for pos, name, dtype, convert, slot in self._scalar_checks:
             try:
                 env[slot] = convert(values[pos])
@@ -213,6 +221,34 @@ class ArgumentBinder:
 
     def _env_text(self, env: list[Any]) -> str:
         return ", ".join(f"{n} = {v}" for n, v in zip(self.signature.env_names, env)) or "no symbols"
+
+
+def _alias_pairs(inputs: Sequence[Any]) -> tuple[tuple[int, str, int, int, str, int], ...]:
+    """(written position, its name, its itemsize, other position, its name, its itemsize) for every
+    pair of tensor inputs of which at least one is written; the written one first (the earlier if both)."""
+    tensors = [(pos, p) for pos, p in enumerate(inputs) if isinstance(p, TensorParam)]
+    pairs = []
+    for k, (pos_a, a) in enumerate(tensors):
+        for pos_b, b in tensors[k + 1:]:
+            if a.written or b.written:
+                (wp, w), (op, o) = ((pos_a, a), (pos_b, b)) if a.written else ((pos_b, b), (pos_a, a))
+                pairs.append((wp, w.name, DTYPES[w.dtype].itemsize, op, o.name, DTYPES[o.dtype].itemsize))
+    return tuple(pairs)
+
+
+def _check_aliasing(pairs: Sequence[tuple[int, str, int, int, str, int]], values: Sequence[ArrayDesc]) -> None:
+    """Byte ranges [address, address + numel * itemsize) of C-contiguous arrays (checked before)."""
+    for written, written_name, written_size, other, other_name, other_size in pairs:
+        a, b = values[written], values[other]
+        a_end = a.address + _numel(a.shape) * written_size
+        b_end = b.address + _numel(b.shape) * other_size
+        if a.address < b_end and b.address < a_end and a.address < a_end and b.address < b_end:
+            raise LaunchError(_alias_message(written_name, other_name))
+
+
+def _alias_message(written: str, other: str) -> str:
+    return (f"argument {written!r} (written by the kernel) overlaps argument {other!r}: the kernel assumes "
+            "its tensors do not alias (__restrict__); pass a separate output")
 
 
 def _check_strides(name: str, shape: Sequence[int], strides: Sequence[int]) -> None:

@@ -11,7 +11,8 @@ decided to launch.
 The plain case: the right number of arguments; every tensor argument a
 `torch.Tensor` on the device of the current CUDA context, of the signature's
 dtype and rank, with its static dims, the same value for each symbol,
-C-contiguous, its data pointer aligned, within the 32-bit element limit when
+C-contiguous, its data pointer aligned, no written tensor's bytes overlapping
+another tensor argument's, within the 32-bit element limit when
 `index_bits` is 32; every scalar converts to its dtype; every assume holds;
 the grid has no zero or out-of-range extent; the shared bytes fit; the kernel
 has been launched in this context before (the first launch in a context takes
@@ -157,8 +158,9 @@ def fast_call_source(signature: KernelSignature, native: bool = False) -> str:
     the driver through the `native` extension or through ctypes.
 
     Local names carry a prefix per kind (t_ tensor, d_ dim, s_ symbol, v_
-    scalar, p_ data pointer, o_ output, c_ parameter slot), so names from the
-    signature never collide with the fixed ones or the builtins."""
+    scalar, p_ data pointer, e_ end of its bytes, o_ output, c_ parameter
+    slot), so names from the signature never collide with the fixed ones or
+    the builtins."""
     sig = signature
     inputs = [sig.params[i] for i in sig.input_indices]
     tensors = [p for p in inputs if isinstance(p, TensorParam)]
@@ -208,6 +210,7 @@ def _checks(sig: KernelSignature, inputs: list, tensors: list[TensorParam]) -> t
     limited: set[str] = set()
     for p in tensors:
         lines += _tensor_checks(p, bound, limited, limit)
+    lines += _alias_checks(tensors)
     for pos, p in enumerate(inputs):
         if isinstance(p, ScalarParam):
             lines.append(f"v_{p.name} = convert_{p.name}(args[{pos}])")
@@ -288,6 +291,24 @@ def _tensor_checks(p: TensorParam, bound: set[str], limited: set[str], limit: in
     conditions += _element_limit(p, limited, limit)
     if conditions:
         lines += [f"if {' or '.join(conditions)}:", "    return SLOW"]
+    return lines
+
+
+def _alias_checks(tensors: list[TensorParam]) -> list[str]:
+    """Overlap of the byte ranges [p_, e_) of each pair with a written tensor (ArgumentBinder's check).
+    A range of symbolic size may be empty, which overlaps nothing; a static empty one is left out."""
+    sized = [p for p in tensors if not all(isinstance(d, int) for d in p.shape) or _product(p.shape)]
+    pairs = [(a, b) for k, a in enumerate(sized) for b in sized[k + 1:] if a.written or b.written]
+    involved = [p for p in sized if any(p in pair for pair in pairs)]
+    lines = []
+    for p in involved:
+        size = " * ".join([f"s_{d}" if isinstance(d, str) else str(d) for d in p.shape]
+                          + [str(DTYPES[p.dtype].itemsize)])
+        lines.append(f"e_{p.name} = p_{p.name} + {size}")
+    for a, b in pairs:
+        conditions = [f"p_{a.name} < e_{b.name}", f"p_{b.name} < e_{a.name}"]
+        conditions += [f"p_{p.name} < e_{p.name}" for p in (a, b) if not all(isinstance(d, int) for d in p.shape)]
+        lines += [f"if {' and '.join(conditions)}:", "    return SLOW"]
     return lines
 
 

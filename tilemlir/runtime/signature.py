@@ -9,7 +9,8 @@ The emitter produces it next to the CUDA source; artifacts store it as
       "params": [                        # the Python parameters, in Python order
         {"kind": "tensor", "name": "X", "dtype": "bfloat16",
          "shape": ["M", 4096],           # int = static dim, str = symbol name
-         "align": 16},                   # bytes the data pointer must be aligned to
+         "align": 16,                    # bytes the data pointer must be aligned to
+         "written": false},              # whether the kernel stores into it
         {"kind": "scalar", "name": "eps", "dtype": "float32"}
       ],
       "symbols": ["M"],                  # symbolic dims, in first-seen order
@@ -28,6 +29,12 @@ a symbol (the two share one namespace). Kernel parameter ABI, which the
 emitted kernel must follow: a tensor is a pointer to its first element; a
 symbol is ``long long`` (``int`` when ``index_bits == 32``); a scalar is its
 dtype's C++ type (`DType.cxx`).
+
+Every tensor parameter is ``__restrict__`` (``const`` too when not
+``written``), so the runtime rejects a call where a written tensor's bytes
+overlap another tensor argument's. An artifact written before ``written``
+existed lacks it; such a tensor counts as written (the safe reading: every
+overlap is then rejected).
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ class TensorParam:
     dtype: str
     shape: tuple[int | str, ...]
     align: int = 0  # 0: the element size
+    written: bool = True  # False only when the kernel never stores into it (see the module docstring)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(self.shape))
@@ -64,7 +72,8 @@ class TensorParam:
         return len(self.shape)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "tensor", "name": self.name, "dtype": self.dtype, "shape": list(self.shape), "align": self.align}
+        return {"kind": "tensor", "name": self.name, "dtype": self.dtype, "shape": list(self.shape),
+                "align": self.align, "written": self.written}
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,8 @@ class KernelSignature:
 def _param_from_dict(data: dict[str, Any]) -> Param:
     kind = data.get("kind")
     if kind == "tensor":
-        return TensorParam(data["name"], data["dtype"], tuple(data["shape"]), data.get("align", 0))
+        return TensorParam(data["name"], data["dtype"], tuple(data["shape"]), data.get("align", 0),
+                           data.get("written", True))
     if kind == "scalar":
         return ScalarParam(data["name"], data["dtype"])
     raise SignatureError(f"param {data.get('name')!r}: kind must be 'tensor' or 'scalar', got {kind!r}")
@@ -243,6 +253,8 @@ def _validate_param(where: str, p: Param, symbols: tuple[str, ...]) -> None:
             raise SignatureError(f"{where}: param {p.name!r} has negative dim {dim}")
         if isinstance(dim, str) and dim not in symbols:
             raise SignatureError(f"{where}: param {p.name!r} dim {dim!r} is not a declared symbol ({', '.join(symbols) or 'none'})")
+    if not isinstance(p.written, bool):
+        raise SignatureError(f"{where}: param {p.name!r} written must be true or false, got {p.written!r}")
     itemsize = DTYPES[p.dtype].itemsize
     align = p.align
     if not isinstance(align, int) or align < itemsize or align & (align - 1):
