@@ -645,6 +645,18 @@ def test_signature_fields():
     compiles(emitted)
 
 
+def test_signature_records_which_tensors_the_kernel_writes():
+    emitted = emit_text((LIT_DIR / "rmsnorm.mlir").read_text())
+    written = {p.name: p.written for p in emitted.signature.params if hasattr(p, "written")}
+    assert written == {"X": False, "W": False, "Y": True}
+    assert "const __nv_bfloat16* __restrict__ X,\n    const __nv_bfloat16* __restrict__ W," in emitted.source
+    assert "    __nv_bfloat16* __restrict__ Y," in emitted.source
+    atomic = '      "tile.atomic_add"(%Y, %v, %bx) : (memref<?xf32>, f32, index) -> ()\n'
+    body = "      %v = memref.load %X[%bx] : memref<?xf32>\n" + atomic
+    emitted = emit_text(kernel_module(body, [("X", "memref<?xf32>"), ("Y", "memref<?xf32>")], dims=[["M"], ["M"]]))
+    assert [p.written for p in emitted.signature.params] == [False, True]
+
+
 def test_index_width_is_64_bits_for_huge_static_tensors():
     body = "      %v = memref.load %X[%bx] : memref<2147483648xi8>\n      memref.store %v, %X[%tx] : memref<2147483648xi8>"
     emitted = emit_text(kernel_module(body, [("X", "memref<2147483648xi8>")], dims=[[2147483648]], symbols=(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Collection
+
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.ctype import UnsupportedType, byte_size, dtype_name, vector_alignment
 from tilemlir.emit_cuda.kernel import KernelIR
@@ -30,8 +32,10 @@ def choose_index_bits(kernel: KernelIR) -> int:
     return 32
 
 
-def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int, index_bits: int) -> KernelSignature:
-    """The signature of `kernel`, whose CUDA function is called `name`."""
+def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int, index_bits: int,
+                    written: Collection[ir.Value]) -> KernelSignature:
+    """The signature of `kernel`, whose CUDA function is called `name`; `written` holds the
+    tensor arguments the kernel stores into (the others are `const` parameters)."""
     grid = GridTranslator(kernel, signs)
     aligns = _vector_alignments(kernel)
     params = []
@@ -41,7 +45,7 @@ def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int
             params.append(ScalarParam(param, dtype))
         else:
             itemsize = byte_size(arg.type.element_type)
-            params.append(TensorParam(param, dtype, dims, max(itemsize, aligns.get(arg, itemsize))))
+            params.append(TensorParam(param, dtype, dims, max(itemsize, aligns.get(arg, itemsize)), arg in written))
     try:
         return KernelSignature(
             name=name,

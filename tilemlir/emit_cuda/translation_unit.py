@@ -24,7 +24,9 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) ->
     bits = index_bits or choose_index_bits(kernel)
     emitter = KernelEmitter(kernel, fast_math=fast_math, index_bits=bits)
     function = emitter.function()
-    signature = build_signature(kernel, emitter.function_name, emitter.signs, emitter.memory.shared_bytes, bits)
+    memory = emitter.memory
+    written = {arg for arg, tensor in memory.tensors.items() if tensor.written}
+    signature = build_signature(kernel, emitter.function_name, emitter.signs, memory.shared_bytes, bits, written)
     source = _banner(kernel, signature) + emitter.prelude.text(function) + "\n" + function
     return EmittedKernel(source, signature, fmad=fast_math)
 

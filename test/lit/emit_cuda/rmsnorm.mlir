@@ -89,7 +89,8 @@
 // SIG-NEXT: "M",
 // SIG-NEXT: 4096
 // SIG-NEXT: ],
-// SIG-NEXT: "align": 16
+// SIG-NEXT: "align": 16,
+// SIG-NEXT: "written": false
 // SIG: "grid": [
 // SIG-NEXT: "M",
 // SIG-NEXT: "1",
