@@ -1,9 +1,13 @@
 """The runtime signature the CPU backend derives when it is given none."""
 
+import numpy as np
 import pytest
 
-from tilemlir.backends.cpu.signature import signature_from_info, signature_from_ir
-from tilemlir.errors import CompileError
+import tilemlir
+import tilemlir.language as T
+from tilemlir.backends.cpu import build
+from tilemlir.backends.cpu.signature import signature_from_info, signature_from_ir, written_params
+from tilemlir.errors import CompileError, LaunchError
 from tilemlir.frontend.info import KernelInfo, ParamInfo, SymbolInfo
 from tilemlir.mlir import ir, make_context
 
@@ -58,3 +62,75 @@ def test_signature_from_info():
     sig = signature_from_info(info)
     assert [p.name for p in sig.params] == ["X", "eps", "Y"] and sig.params[2].shape == ("M", 8)
     assert sig.out_idx == (2,) and sig.assumes == ("M > 0",) and sig.input_indices == (0, 1)
+
+
+WRITES = """
+func.func @k(%X: memref<?xf32>, %W: memref<?xf32>, %Y: memref<?xf32>, %Z: memref<?xf32>, %V: memref<?xf32>)
+    attributes {tile.entry, tile.arg_names = ["X", "W", "Y", "Z", "V"],
+    tile.arg_dims = [["M"], ["M"], ["M"], ["M"], ["M"]], tile.symbols = ["M"]} {
+  %c0 = arith.constant 0 : index
+  %M = memref.dim %X, %c0 : memref<?xf32>
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %x = memref.load %X[%c0] : memref<?xf32>
+    %f = "tile.alloc_fragment"() : () -> memref<4xf32, "fragment">
+    "tile.copy"(%W, %f, %c0, %c0) {shape = [4]} : (memref<?xf32>, memref<4xf32, "fragment">, index, index) -> ()
+    memref.store %x, %Y[%c0] : memref<?xf32>
+    "tile.atomic_add"(%Z, %x, %c0) : (memref<?xf32>, f32, index) -> ()
+    %view = memref.subview %V[0] [4] [1] : memref<?xf32> to memref<4xf32, strided<[1]>>
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+"""
+
+
+def test_written_params_count_every_use_but_a_known_read():
+    with make_context():
+        module = ir.Module.parse(WRITES)
+        assert written_params(module) == {"Y", "Z", "V"}  # V: a view could be written through
+        sig = signature_from_ir(module)
+    assert {p.name: p.written for p in sig.params} == {"X": False, "W": False, "Y": True, "Z": True, "V": True}
+    info = KernelInfo("k", (ParamInfo("X", "tensor", "float32", ("M",)), ParamInfo("Y", "tensor", "float32", ("M",))),
+                      (SymbolInfo("M", 0, 0),), ("1", "1", "1"), 32)
+    assert [p.written for p in signature_from_info(info, {"Y"}).params] == [False, True]
+    assert [p.written for p in signature_from_info(info).params] == [True, True]  # unknown: all may be written
+
+
+@tilemlir.jit
+def add_into(block_N=64):
+    N = T.symbolic("N")
+
+    @T.prim_func
+    def add(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), threads=32) as bx:
+            a = T.alloc_fragment((block_N,), "float32")
+            b = T.alloc_fragment((block_N,), "float32")
+            T.copy(A[bx * block_N], a)
+            T.copy(B[bx * block_N], b)
+            for i in T.Parallel(block_N):
+                a[i] = a[i] + b[i]
+            T.copy(a, C[bx * block_N])
+
+    return add
+
+
+def test_cpu_kernel_rejects_an_output_sharing_memory_with_an_input():
+    frontend = add_into.instantiate().frontend()
+    kernel = build(frontend.module(), frontend.info, "tile")
+    assert [p.written for p in kernel.signature.params] == [False, False, True]
+    rng = np.random.default_rng()
+    x = rng.standard_normal(300).astype(np.float32)
+    b = rng.standard_normal(100).astype(np.float32)
+    for out in (x[:100], x[50:150]):
+        assert np.shares_memory(out, x[:100])
+        with pytest.raises(LaunchError) as info:
+            kernel(x[:100], b, out)
+        assert str(info.value) == ("argument 'C' (written by the kernel) overlaps argument 'A': the kernel assumes "
+                                   "its tensors do not alias (__restrict__); pass a separate output")
+    out = x[100:200]  # adjacent to A: accepted
+    a = x[:100].copy()
+    kernel(x[:100], x[:100], out)  # A and B (only read) may be the same memory
+    np.testing.assert_allclose(out.astype(np.float64), 2 * a.astype(np.float64), rtol=1e-6)
+    assert np.array_equal(x[:100], a)

@@ -17,7 +17,8 @@ import ml_dtypes
 import numpy as np
 
 from tilemlir.backends.cpu.native import NativeFunction
-from tilemlir.backends.cpu.signature import entry_function, signature_from_info, signature_from_ir
+from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
+                                             written_params)
 from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.errors import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
@@ -65,7 +66,7 @@ def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSigna
     if isinstance(info, KernelSignature):
         return info
     if isinstance(info, KernelInfo):
-        return signature_from_info(info)
+        return signature_from_info(info, written_params(module))
     if info is None:
         return signature_from_ir(module, out_idx)
     raise TypeError(f"signature_info must be a KernelSignature, a KernelInfo or None, got {type(info).__name__}")

@@ -4,14 +4,16 @@
 `signature_from_ir` reads a kernel function's tile-level attributes
 (parameters from `tile.arg_names` / `tile.arg_dims` / `tile.arg_dtypes`
 (which tells uint8 from int8) or else the argument types,
-symbols from `tile.symbols`, assumptions from the `tile.assume` ops). The
+symbols from `tile.symbols`, assumptions from the `tile.assume` ops,
+`written` from how the function uses each tensor argument: see
+`written_params`). The
 GPU-only fields get neutral values (grid 1x1x1, block from `threads`): the
 CPU backend uses the signature for its argument checks and outputs only.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 from tilemlir.errors import CompileError
 from tilemlir.frontend.info import KernelInfo
@@ -37,6 +39,21 @@ def entry_function(module: ir.Module) -> func.FuncOp:
                        f"{len(marked) or len(functions)}")
 
 
+# (op, operand number) of the uses that only read a tensor argument; any other use may write it
+_READS = frozenset({("memref.load", 0), ("vector.load", 0), ("vector.transfer_read", 0), ("memref.dim", 0),
+                    ("tile.copy", 0), ("tile.gemm", 0), ("tile.gemm", 1), ("tile.reduce", 0)})
+
+
+def written_params(module: ir.Module) -> frozenset[str]:
+    """Names of the tensor arguments the kernel may store into: every use but a known read
+    counts as a store, so a view or an unknown op errs on the side of `written`."""
+    function = entry_function(module)
+    names = _arg_names(function)
+    return frozenset(name for name, arg in zip(names, function.arguments)
+                     if isinstance(arg.type, ir.MemRefType)
+                     and any((use.owner.name, use.operand_number) not in _READS for use in arg.uses))
+
+
 def dtype_name(type_: ir.Type) -> str:
     name = DTYPE_NAMES.get(str(type_))
     if name is None:
@@ -48,14 +65,16 @@ def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelS
     function = entry_function(module)
     attrs = function.attributes
     types = list(function.type.inputs)
-    names = _strings(attrs["tile.arg_names"]) if "tile.arg_names" in attrs else [f"arg{i}" for i in range(len(types))]
+    names = _arg_names(function)
+    written = written_params(module)
     dims = [_dims(d) for d in attrs["tile.arg_dims"]] if "tile.arg_dims" in attrs else [None] * len(types)
     dtypes = _strings(attrs["tile.arg_dtypes"]) if "tile.arg_dtypes" in attrs else [None] * len(types)
     params = []
     for name, type_, shape, dtype in zip(names, types, dims, dtypes):
         if isinstance(type_, ir.MemRefType):
             shape = shape if shape is not None else _static_shape(name, type_)
-            params.append(TensorParam(name, dtype or dtype_name(type_.element_type), tuple(shape)))
+            params.append(TensorParam(name, dtype or dtype_name(type_.element_type), tuple(shape),
+                                      written=name in written))
         else:
             params.append(ScalarParam(name, dtype or dtype_name(type_)))
     symbols = _strings(attrs["tile.symbols"]) if "tile.symbols" in attrs else []
@@ -71,9 +90,10 @@ def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelS
     )
 
 
-def signature_from_info(info: KernelInfo) -> KernelSignature:
-    params = tuple(TensorParam(p.name, p.dtype, tuple(p.shape)) if p.is_tensor else ScalarParam(p.name, p.dtype)
-                   for p in info.params)
+def signature_from_info(info: KernelInfo, written: Collection[str] | None = None) -> KernelSignature:
+    """`written`: names of the tensors the kernel stores into (`written_params`); None: all of them."""
+    params = tuple(TensorParam(p.name, p.dtype, tuple(p.shape), written=written is None or p.name in written)
+                   if p.is_tensor else ScalarParam(p.name, p.dtype) for p in info.params)
     symbols = tuple(s.name for s in info.symbols)
     return KernelSignature(
         name=info.name,
@@ -85,6 +105,13 @@ def signature_from_info(info: KernelInfo) -> KernelSignature:
         assumes=tuple(info.assumes),
         out_idx=tuple(info.out_idx),
     )
+
+
+def _arg_names(function: func.FuncOp) -> list[str]:
+    attrs = function.attributes
+    if "tile.arg_names" in attrs:
+        return _strings(attrs["tile.arg_names"])
+    return [f"arg{i}" for i in range(len(function.type.inputs))]
 
 
 def _strings(attr: ir.Attribute) -> list[str]:
