@@ -1,7 +1,11 @@
 """Every example once at a small shape, for compute-sanitizer (memcheck, racecheck):
 
-    compute-sanitizer --tool memcheck --error-exitcode 1 python test/gpu/sanitize_examples.py
+    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 python test/gpu/sanitize_examples.py
     compute-sanitizer --tool racecheck --error-exitcode 1 python test/gpu/sanitize_examples.py
+
+(`--report-api-errors no`: torch and cuda-python probe driver entry points with
+cuGetProcAddress, which fail harmlessly and would otherwise count as errors.)
+On the H200 (2026-11-29): memcheck 0 errors, racecheck 0 hazards.
 """
 
 import sys
