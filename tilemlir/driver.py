@@ -50,16 +50,14 @@ class _Dumper:
         self.directory = directory / kernel if directory else None
         self.count = 0
 
-    def write(self, label: str, text: str) -> None:
+    def after_pass(self, label: str, op: ir.Operation) -> None:
         if self.directory is None:
-            return
+            return  # printing the module after every pass is not free: only when asked to dump
         self.directory.mkdir(parents=True, exist_ok=True)
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
+        text = op.get_asm(enable_debug_info=True, assume_verified=True)
         (self.directory / f"{self.count:02d}-{safe}.mlir").write_text(text)
         self.count += 1
-
-    def after_pass(self, label: str, op: ir.Operation) -> None:
-        self.write(label, op.get_asm(enable_debug_info=True, assume_verified=True))
 
 
 def run_stages(module: ir.Module, until: str) -> tuple[dict[str, str], dict[str, float]]:
