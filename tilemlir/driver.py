@@ -19,6 +19,7 @@ from typing import Any
 from tilemlir import config
 from tilemlir.errors import CompileError
 from tilemlir.frontend.info import KernelInfo
+from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
 from tilemlir.passes.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
@@ -34,13 +35,6 @@ _CPU_OPTIONS = ("level", "fast_math")
 
 def _text(module: ir.Module) -> str:
     return module.operation.get_asm(assume_verified=True)
-
-
-def _kernel_name(module: ir.Module) -> str:
-    for op in module.body.operations:
-        if "tile.entry" in op.attributes:
-            return ir.StringAttr(op.attributes["sym_name"]).value
-    return "kernel"
 
 
 class _Dumper:
@@ -64,7 +58,8 @@ def run_stages(module: ir.Module, until: str) -> tuple[dict[str, str], dict[str,
     """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
-    dumper = _Dumper(config.settings().dump_dir, _kernel_name(module))
+    name = ir.StringAttr(entry_function(module, "the compiler driver").attributes["sym_name"]).value
+    dumper = _Dumper(config.settings().dump_dir, name)
     dumper.after_pass("frontend", module.operation)
     texts: dict[str, str] = {}
     seconds: dict[str, float] = {}

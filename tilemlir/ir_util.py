@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tilemlir.errors import CompileError
 from tilemlir.mlir import ir
 
 
@@ -30,3 +31,16 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
 
     root.walk(visit)
     return found
+
+
+def entry_function(module, consumer: str) -> ir.Operation:
+    """The kernel function: the one `func.func` marked `tile.entry`, else the module's only one.
+    `consumer` names who asks, for the error when there is no single candidate."""
+    root = module.operation if isinstance(module, ir.Module) else operation(module)
+    functions = [operation(op) for op in root.regions[0].blocks[0].operations if operation(op).name == "func.func"]
+    entries = [f for f in functions if "tile.entry" in f.attributes]
+    if not entries and len(functions) == 1:
+        entries = functions
+    if len(entries) != 1:
+        raise CompileError(f"{consumer} needs exactly one func.func marked tile.entry, found {len(entries)}")
+    return entries[0]

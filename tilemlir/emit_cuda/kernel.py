@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilemlir.emit_cuda import irutil
-from tilemlir.errors import CompileError
+from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
 
@@ -44,7 +44,7 @@ class KernelIR:
 
 def find_kernel(module: ir.Operation) -> KernelIR:
     """The kernel of a builtin.module op; CompileError when it does not hold exactly one."""
-    func = _entry_function(module)
+    func = entry_function(module, "the CUDA emitter")
     launch = _the_launch(func)
     names = _arg_names(func)
     dims = _arg_dims(func, names)
@@ -60,16 +60,6 @@ def find_kernel(module: ir.Operation) -> KernelIR:
         block=_block_size(launch),
         out_idx=tuple(_int_list(func, "tile.out_idx")),
     )
-
-
-def _entry_function(module: ir.Operation) -> ir.Operation:
-    funcs = [op for op in irutil.block_ops(module.regions[0].blocks[0]) if op.name == "func.func"]
-    entries = [f for f in funcs if irutil.has_attr(f, "tile.entry")]
-    if not entries and len(funcs) == 1:
-        entries = funcs
-    if len(entries) != 1:
-        raise CompileError(f"the CUDA emitter needs exactly one func.func marked tile.entry, found {len(entries)}")
-    return entries[0]
 
 
 def _the_launch(func: ir.Operation) -> ir.Operation:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Collection, Sequence
 
 from tilemlir.errors import CompileError
+from tilemlir import ir_util
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import func, ir
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
@@ -28,15 +29,8 @@ DTYPE_NAMES = {
 
 
 def entry_function(module: ir.Module) -> func.FuncOp:
-    """The kernel function: the one marked `tile.entry`, else the module's only function."""
-    functions = [op for op in module.body.operations if isinstance(op, func.FuncOp)]
-    marked = [f for f in functions if "tile.entry" in f.attributes]
-    if len(marked) == 1:
-        return marked[0]
-    if not marked and len(functions) == 1:
-        return functions[0]
-    raise CompileError(f"CPU backend: expected one kernel function (marked tile.entry), found "
-                       f"{len(marked) or len(functions)}")
+    """The kernel function (see `tilemlir.ir_util.entry_function`), as a func.FuncOp view."""
+    return ir_util.entry_function(module, "the CPU backend").opview
 
 
 # (op, operand number) of the uses that only read a tensor argument; any other use may write it
