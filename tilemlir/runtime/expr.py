@@ -118,6 +118,19 @@ class Expr:
         keep Python's floor semantics (see the exported host launcher)."""
         return _to_c(self._root, rename)
 
+    def to_postfix(self, slots: Mapping[str, int], boolean: bool = False) -> list[tuple] | None:
+        """The expression as postfix steps over 64-bit ints, for the native call
+        plan: ("const", v), ("load", slot), (operator,) for ``+ - * // % neg not``
+        and the comparisons, (name, count) for ``min max and or``.
+
+        `boolean`: only the truth of the value matters (an assume); otherwise the
+        value must be an int. None when the steps would not compute what `closure`
+        does: a float or a name outside `slots`, arithmetic on a comparison's or
+        and/or's result (the steps give 0 or 1 where Python gives an operand)."""
+        steps: list[tuple] = []
+        kind = _postfix(self._root, slots, steps)
+        return steps if kind == "int" or (boolean and kind == "bool") else None
+
     def to_python(self, rename: Callable[[str], str]) -> str:
         """Python source for the expression with names spelled by `rename`
         (min and max stay the builtins); it evaluates exactly as `closure` does."""
@@ -225,6 +238,58 @@ def _any(values: tuple[Closure, ...], env: Env) -> Any:
         if result:
             return result
     return result
+
+
+_POSTFIX_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+_POSTFIX_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple]) -> str | None:
+    """Appends `node`'s steps; its kind: "int", "bool" (a truth value as 0 or 1), or None (not expressible)."""
+    if isinstance(node, ast.Constant):
+        if type(node.value) not in (int, bool) or not -(2**63) <= node.value < 2**63:
+            return None
+        steps.append(("const", int(node.value)))
+        return "bool" if type(node.value) is bool else "int"
+    if isinstance(node, ast.Name):
+        if node.id not in slots:
+            return None
+        steps.append(("load", slots[node.id]))
+        return "int"
+    if isinstance(node, ast.BinOp):
+        if _postfix(node.left, slots, steps) != "int" or _postfix(node.right, slots, steps) != "int":
+            return None
+        steps.append((_POSTFIX_BINARY[type(node.op)],))
+        return "int"
+    if isinstance(node, ast.UnaryOp):
+        kind = _postfix(node.operand, slots, steps)
+        if isinstance(node.op, ast.Not):
+            steps.append(("not",))
+            return None if kind is None else "bool"
+        if kind != "int":
+            return None
+        if isinstance(node.op, ast.USub):
+            steps.append(("neg",))
+        return "int"
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        for left, op, right in zip(operands, node.ops, operands[1:]):
+            if _postfix(left, slots, steps) != "int" or _postfix(right, slots, steps) != "int":
+                return None
+            steps.append((_POSTFIX_COMPARE[type(op)],))
+        if len(node.ops) > 1:
+            steps.append(("and", len(node.ops)))
+        return "bool"
+    if isinstance(node, ast.BoolOp):
+        if any(_postfix(v, slots, steps) is None for v in node.values):
+            return None
+        steps.append(("and" if isinstance(node.op, ast.And) else "or", len(node.values)))
+        return "bool"
+    assert isinstance(node, ast.Call)
+    if any(_postfix(a, slots, steps) != "int" for a in node.args):
+        return None
+    steps.append((node.func.id, len(node.args)))  # type: ignore[attr-defined]
+    return "int"
 
 
 def _to_c(node: ast.AST, rename: Callable[[str], str]) -> str:

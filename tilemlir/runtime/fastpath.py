@@ -294,12 +294,18 @@ def _tensor_checks(p: TensorParam, bound: set[str], limited: set[str], limit: in
     return lines
 
 
-def _alias_checks(tensors: list[TensorParam]) -> list[str]:
-    """Overlap of the byte ranges [p_, e_) of each pair with a written tensor (ArgumentBinder's check).
-    A range of symbolic size may be empty, which overlaps nothing; a static empty one is left out."""
+def alias_pairs(tensors: list[TensorParam]) -> list[tuple[TensorParam, TensorParam]]:
+    """The pairs of input tensors whose bytes may not overlap (ArgumentBinder's check): those
+    with a written tensor, leaving out tensors of a static empty shape, which overlap nothing."""
     sized = [p for p in tensors if not all(isinstance(d, int) for d in p.shape) or _product(p.shape)]
-    pairs = [(a, b) for k, a in enumerate(sized) for b in sized[k + 1:] if a.written or b.written]
-    involved = [p for p in sized if any(p in pair for pair in pairs)]
+    return [(a, b) for k, a in enumerate(sized) for b in sized[k + 1:] if a.written or b.written]
+
+
+def _alias_checks(tensors: list[TensorParam]) -> list[str]:
+    """Overlap of the byte ranges [p_, e_) of each `alias_pairs` pair.
+    A range of symbolic size may be empty, which overlaps nothing."""
+    pairs = alias_pairs(tensors)
+    involved = [p for p in tensors if any(p in pair for pair in pairs)]
     lines = []
     for p in involved:
         size = " * ".join([f"s_{d}" if isinstance(d, str) else str(d) for d in p.shape]

@@ -7,10 +7,12 @@ stream when an argument is a torch tensor, else the stream an argument's
 `__cuda_array_interface__` names, else the legacy default stream. Arrays
 whose interface names another stream are waited for with an event.
 
-Calls on torch tensors take the fast path (`fastpath.FastCall`, a function
-generated for this signature, launching through the `native` extension, or
-ctypes without a C compiler) from the second launch in a CUDA context on:
-the same checks in straight-line code, a few microseconds a call. Anything
+Calls on torch tensors take the fast path from the second launch in a CUDA
+context on: the same checks in straight-line code, done in C by the native
+extension's call plan (`native_call.NativeCall`, through torch's DLPack
+exchange API), or, where that cannot serve, by a Python function generated
+for this signature (`fastpath.FastCall`, launching through the extension, or
+ctypes without a C compiler). Anything
 it does not handle, every failing check included, falls through to the
 general path below, which raises the LaunchError.
 """
@@ -30,6 +32,7 @@ from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArgumentBinder
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.fastpath import SLOW, FastCall, available
+from tilemlir.runtime.native_call import NativeCall
 from tilemlir.runtime.nvrtc import CompileOptions
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -55,7 +58,7 @@ class CompiledKernel:
         self._modules: dict[int, driver.LoadedModule] = {}
         self._lock = threading.Lock()
         self._constant_shared = signature.exprs.constant_shared  # None: an expression, known per call
-        self._fast: FastCall | None = None
+        self._fast: NativeCall | FastCall | None = None
         self._fast_unavailable = False
 
     # -- what it is ------------------------------------------------------------------
@@ -197,7 +200,9 @@ class CompiledKernel:
                 self._fast_unavailable = True
                 return
             extension = native.load() if len(self._signature.cuda_params) <= native.MAX_PARAMS else None
-            fast = FastCall(self._signature, torch, driver.raw(), stream_handle, self._launch_failed, extension)
+            raw = driver.raw()
+            fast = (NativeCall.create(self._signature, torch, raw, stream_handle, self._launch_failed, extension)
+                    or FastCall(self._signature, torch, raw, stream_handle, self._launch_failed, extension))
         if not fast.registered(context):
             fast.register(context, module.handle, device, module.max_dynamic_shared)
         self._fast = fast
