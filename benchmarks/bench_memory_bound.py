@@ -115,6 +115,7 @@ class Runner:
         self.timing = measure.Timing(quick=args.quick)
         self.results: list[dict] = []
         self.copy_runs: list[float] = []
+        self.copy_by_size: dict[int, float] = {}
         self.launch: dict = {}
         self.notes: list[str] = []
         self.tilelang_kernels: dict[str, object] = {}
@@ -208,7 +209,8 @@ class Runner:
         variants = torch_impls.bit_variants(case.kernel, inputs) if case.kernel.bitwise else None
         runnable, entries = self.impls(case)
         result = {"case": case.id, "kernel": case.kernel.name, "shape": list(case.shape.dims),
-                  "bytes": case.compulsory_bytes(), "seed": seed, "impls": entries}
+                  "bytes": case.compulsory_bytes(), "seed": seed, "impls": entries,
+                  "same_size_copy_gbps": self.same_size_copy(case.compulsory_bytes())}
         timed = []
         for impl in runnable:
             entry = self.check_impl(impl, case, inputs, scalars, refs, variants)
@@ -277,6 +279,14 @@ class Runner:
         rate = self.measure.copy_bandwidth(self.timing, self.device)
         print(f"device-to-device copy: {rate:.0f} GB/s", flush=True)
         return rate
+
+    def same_size_copy(self, traffic: int) -> float:
+        """Copy bandwidth of a copy moving `traffic` bytes (half read, half written), measured
+        once per size: a fixed cost (launch, ramp-up, last wave) weighs more on small problems."""
+        numel = max(traffic // 8, 1)
+        if numel not in self.copy_by_size:
+            self.copy_by_size[numel] = self.measure.copy_bandwidth(self.timing, self.device, numel)
+        return self.copy_by_size[numel]
 
     def launch_overhead(self) -> dict:
         from benchmarks import ours

@@ -12,15 +12,20 @@ correctness check against a + b, each row is a loop of `calls` calls after
 call of the better run, and with the final synchronize:
 
     torch eager        c = a + b
-    ours               c = kernel(a, b): the public path, every argument check on (fast path;
-                       the launcher line says whether it launches through the native extension)
-    ours, ctypes       the fast path launching through ctypes (where no C compiler or Python.h is found)
+    ours               c = kernel(a, b): the public path, every argument check on (the launcher
+                       line says which fast path serves it: the native call plan or Python)
+    ours, no output    kernel(a, b, c) through the native call plan of the same kernel without out_idx
+    ours, Python fast  the Python fast path (generated per signature, native extension launch)
+    ours, ctypes       the Python fast path launching through ctypes (no C compiler or Python.h)
     ours, general      the general path alone (every call before the fast path existed)
     torch.empty        the output allocation as the fast path does it
     current stream     torch._C._cuda_getCurrentRawStream
     cuCtxGetCurrent    through ctypes
     cuLaunchKernel     through ctypes with fixed arguments
     native launch      the native extension's launch with fixed arguments: the floor of any launch from Python
+
+The floor without Python is `benchmarks/launch_floor.cu` (nvcc -O2 -arch=sm_90a launch_floor.cu -lcuda):
+loops of launches of the same add from C.
 """
 
 from __future__ import annotations
@@ -82,9 +87,12 @@ def time_loop(call: Callable[[], Any], calls: int, synchronize: Callable[[], Non
 
 def rows(kernel: Any, torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]]:
     """The calls to time; the kernel has been called once, so its module is loaded."""
+    from dataclasses import replace
+
     from tilemlir.runtime import driver, native
     from tilemlir.runtime.fastpath import FastCall, _slot_types
     from tilemlir.runtime.native import KIND
+    from tilemlir.runtime.native_call import NativeCall
     from tilemlir.runtime.kernel import stream_handle
 
     raw = driver.raw()
@@ -109,17 +117,28 @@ def rows(kernel: Any, torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]
         return raw.launch(handle, *grid, *block, 0, stream, params, None)
 
     launch_only.keep_alive = (c, values, array)
+    extension = native.load()
     calls = {
         "torch eager": lambda: a + b,
         "ours": lambda: kernel(a, b),
+    }
+    no_output = NativeCall.create(replace(kernel.signature, out_idx=()), torch, raw, stream_handle,
+                                  kernel._launch_failed, extension)
+    if no_output is not None:
+        no_output.register(context, handle, device, module.max_dynamic_shared)
+        calls["ours, no output"] = lambda: no_output.call((a, b, c), None)
+    if extension is not None:
+        python_fast = FastCall(kernel.signature, torch, raw, stream_handle, kernel._launch_failed, extension)
+        python_fast.register(context, handle, device, module.max_dynamic_shared)
+        calls["ours, Python fast"] = lambda: python_fast.call((a, b), None)
+    calls.update({
         "ours, ctypes": lambda: with_ctypes.call((a, b), None),
         "ours, general": lambda: kernel._call((a, b), None),
         "torch.empty": lambda: torch.empty(n, dtype=a.dtype, device=a.device),
         "current stream": lambda: torch._C._cuda_getCurrentRawStream(device),
         "cuCtxGetCurrent": lambda: raw.get_context(context_ref),
         "cuLaunchKernel": launch_only,
-    }
-    extension = native.load()
+    })
     if extension is not None:
         launcher = ctypes.cast(raw.launch, ctypes.c_void_p).value
         kinds = "".join(KIND[t] for t in _slot_types(sig)).encode()
@@ -155,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     check(kernel, torch, a, b)
     print(f"{kernel.name}: {args.n} fp32 elements, {args.calls} calls a loop, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}, Python {sys.version.split()[0]}")
-    print(f"launcher: {'native extension' if kernel._fast._native else 'ctypes (no native extension could be built)'}")
+    print(f"fast path: {type(kernel._fast).__name__}")
     print(f"{'call':18s} {'host us/call':>13s} {'with sync':>10s}")
     results = {}
     for name, call in rows(kernel, torch, a, b).items():

@@ -84,8 +84,10 @@ def case_metrics(result: dict[str, Any], copy_gbps: float | None) -> dict[str, A
         if t is None:
             continue
         rate = gbps(result["bytes"], t)
+        same_size = result.get("same_size_copy_gbps")
         per_impl[name] = {"time_us": t, "gbps": rate,
                           "pct_copy": percent(rate, copy_gbps) if copy_gbps else None,
+                          "pct_same_size_copy": percent(rate, same_size) if same_size else None,
                           "spread": spread(result["impls"][name]["times_us"])}
     best = best_peer(result["impls"])
     return {"impls": per_impl, "best_peer": best[0] if best else None,
@@ -130,8 +132,8 @@ def impl_cell(impl: dict[str, Any] | None) -> str:
 
 
 def perf_table(results: Sequence[dict[str, Any]], copy_gbps: float | None) -> str:
-    headers = ["case", "MB", "ours us", "GB/s", "% copy", "spread", "torch us", "triton us", "tilelang us",
-               "best peer", "ratio"]
+    headers = ["case", "MB", "ours us", "GB/s", "% copy", "% same-size copy", "spread", "torch us", "triton us",
+               "tilelang us", "best peer", "ratio"]
     rows = []
     for r in results:
         m = case_metrics(r, copy_gbps)
@@ -139,6 +141,7 @@ def perf_table(results: Sequence[dict[str, Any]], copy_gbps: float | None) -> st
         rows.append([
             r["case"], fmt_num(r["bytes"] / 1e6, 1), impl_cell(r["impls"].get("ours")),
             fmt_num(ours.get("gbps")), fmt_num(ours.get("pct_copy"), 1, "%"),
+            fmt_num(ours.get("pct_same_size_copy"), 1, "%"),
             fmt_num(100 * ours["spread"], 1, "%") if ours else "—",
             *(impl_cell(r["impls"].get(p)) for p in PEERS),
             m["best_peer"] or "—", fmt_num(m["ratio"], 2),

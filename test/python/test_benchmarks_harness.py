@@ -142,6 +142,10 @@ def test_case_metrics():
     assert m["impls"]["ours"]["spread"] == pytest.approx(1 / 70)
     assert m["best_peer"] == "torch" and m["ratio"] == pytest.approx(250 / 70)
     assert report.case_metrics(result({"ours": impl([70.0])}), None)["impls"]["ours"]["pct_copy"] is None
+    assert m["impls"]["ours"]["pct_same_size_copy"] is None
+    sized = result({"ours": impl([70.0])})
+    sized["same_size_copy_gbps"] = 3913.0
+    assert report.case_metrics(sized, 4248.0)["impls"]["ours"]["pct_same_size_copy"] == pytest.approx(100 * rate / 3913)
 
 
 # -- tables ----------------------------------------------------------------------------------
@@ -155,11 +159,14 @@ def test_markdown_table_shape_and_escaping():
 def test_perf_table_row():
     impls = {"ours": impl([65.0, 66.0]), "torch": impl([259.0]), "triton": impl([69.9], ok=False),
              "tilelang": {"status": "missing", "reason": "x"}}
-    row = report.perf_table([result(impls)], 4248.0).splitlines()[2]
+    case = result(impls)
+    case["same_size_copy_gbps"] = 3913.0
+    row = report.perf_table([case], 4248.0).splitlines()[2]
     cells = [c.strip() for c in row.strip("|").split("|")]
     rate = 268435456 / 65e-6 / 1e9
     assert cells == ["softmax_bf16_8192x8192", "268.4", "65.0", f"{rate:.0f}", f"{100 * rate / 4248:.1f}%",
-                     "1.5%", "259.0", "69.9 (wrong!)", "missing", "torch", f"{259 / 65:.2f}"]
+                     f"{100 * rate / 3913:.1f}%", "1.5%", "259.0", "69.9 (wrong!)", "missing", "torch",
+                     f"{259 / 65:.2f}"]
 
 
 def test_quality_cells():

@@ -79,12 +79,15 @@ extern "C" __global__ void __launch_bounds__(256) axpy(const float* __restrict__
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("launcher", ["native", "ctypes"])
+@pytest.mark.parametrize("launcher", ["plan", "native", "ctypes"])
 def test_gpu_fast_path_results_streams_and_errors(launcher, monkeypatch, tmp_path):
     from tilemlir.errors import LaunchError
     from tilemlir.runtime import build
+    from tilemlir.runtime.native_call import NativeCall
 
     monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path))
+    if launcher != "plan":
+        monkeypatch.setattr(NativeCall, "create", classmethod(lambda cls, *args: None))
     if launcher == "ctypes":
         monkeypatch.setattr(native, "load", lambda: None)
     sig = KernelSignature(name="axpy", params=(*(TensorParam(n, "float32", ("n",)) for n in "ABC"),
@@ -95,7 +98,10 @@ def test_gpu_fast_path_results_streams_and_errors(launcher, monkeypatch, tmp_pat
     gen = torch.Generator(device="cuda").manual_seed(29)
     a, b = (torch.randn(10007, generator=gen, device="cuda") for _ in range(2))
     assert torch.equal(kernel(a, b, 0.5), a * 0.5 + b)  # the general path, which enables the fast path
-    assert kernel._fast is not None and kernel._fast._native == (launcher == "native")
+    if launcher == "plan":
+        assert isinstance(kernel._fast, NativeCall)
+    else:
+        assert isinstance(kernel._fast, fastpath.FastCall) and kernel._fast._native == (launcher == "native")
     for n in (1, 256, 100003):
         a, b = (torch.randn(n, generator=gen, device="cuda") for _ in range(2))
         c = kernel._fast.call((a, b, 0.5), None)
