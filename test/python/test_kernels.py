@@ -142,3 +142,15 @@ def test_library_kernel_compiles_to_cuda_with_16_byte_loads(factory, kwargs):
     assert kernel.cubin[:4] == b"\x7fELF"
     source = kernel.cuda_source()
     assert "*reinterpret_cast<const " in source, "no 16-byte vector load in the generated source"
+
+
+@pytest.mark.parametrize("factory, options, inputs", [
+    (elementwise.add, {"dtype": "bfloat16"}, 2), (elementwise.cast, {"src": "bfloat16", "dst": "float8_e4m3"}, 1)])
+def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
+    """A block whose tile lies inside n runs straight-line 16-byte accesses: no bounds
+    check is left to make each guarded 16-bit load wait for the previous one."""
+    source = factory(**options).artifact.cuda_source()
+    start = source.index("if (bx < n / 2048) {")
+    whole_tile = source[start:source.index("} else {", start)]
+    assert "< n" not in whole_tile.split("\n", 1)[1]
+    assert whole_tile.count("*reinterpret_cast<const ") == inputs  # one vector load per input, in an unrolled loop
