@@ -406,6 +406,10 @@ def _nvidia_smi(query: str) -> str:
 
 
 def _git_commit() -> str:
+    """The commit the artifacts were built from (the kernels measured), else this checkout's."""
+    built_from = Path(__file__).resolve().parent / "artifacts" / "SOURCE_COMMIT"
+    if built_from.is_file():
+        return f"{built_from.read_text().strip()} (artifacts built from)"
     try:
         done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
                               cwd=Path(__file__).resolve().parent)

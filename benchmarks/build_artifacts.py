@@ -19,6 +19,7 @@ import argparse
 import importlib
 import json
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -150,6 +151,19 @@ def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 
+COMMIT_FILE = "SOURCE_COMMIT"  # the commit the artifacts were built from (the GPU machine has no git)
+
+
+def source_commit() -> str:
+    """`git describe`-style: the short commit, with -dirty when the tree has changes."""
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                              timeout=10, cwd=Path(__file__).resolve().parent)
+        return done.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -163,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     built, skipped, failed = build(cases, args.out, args.arch)
+    (args.out / COMMIT_FILE).write_text(source_commit() + "\n")
     for message in skipped:
         print(f"skipped {message}")
     total = dir_size(args.out)
