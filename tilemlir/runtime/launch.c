@@ -214,7 +214,10 @@ static int evaluate(const int64_t* program, const int64_t* env, int64_t* out) {
           case OP_SUB: if (__builtin_sub_overflow(a, b, &a)) return 0; break;
           case OP_MUL: if (__builtin_mul_overflow(a, b, &a)) return 0; break;
           case OP_FLOORDIV: if (!floor_divmod(a, b, &q, &r)) return 0; a = q; break;
-          case OP_MOD: if (!floor_divmod(a, b, &q, &r)) return 0; a = r; break;
+          case OP_MOD:  /* x % -1 is 0, INT64_MIN's too, though its quotient overflows */
+            if (b != -1 && !floor_divmod(a, b, &q, &r)) return 0;
+            a = b == -1 ? 0 : r;
+            break;
           case OP_EQ: a = a == b; break;
           case OP_NE: a = a != b; break;
           case OP_LT: a = a < b; break;
@@ -363,6 +366,14 @@ static int plan_init(CallPlan* self, PyObject* args, PyObject* kwargs) {
                         &get_context, &launch_address))
     return -1;
   int status = -1;
+  if (self->api != NULL || self->alias != NULL) {  /* a second __init__ would leave the plan half rewritten */
+    PyErr_SetString(PyExc_TypeError, "a CallPlan is initialized once");
+    goto done;
+  }
+  if (!PyType_Check(tensor_type)) {
+    PyErr_SetString(PyExc_TypeError, "CallPlan's tensor_type must be a type");
+    goto done;
+  }
   if (spec.len % sizeof(int64_t)) {
     PyErr_SetString(PyExc_ValueError, "call plan spec is not a whole number of int64 words");
     goto done;
@@ -376,11 +387,15 @@ static int plan_init(CallPlan* self, PyObject* args, PyObject* kwargs) {
                  api->header.version.major, api->header.version.minor);
     goto done;
   }
-  self->api = api;
   self->get_context = (get_context_fn)PyLong_AsVoidPtr(get_context);
   self->launch_kernel = (launch_fn)PyLong_AsVoidPtr(launch_address);
   if (PyErr_Occurred()) goto done;
+  if (self->get_context == NULL || self->launch_kernel == NULL) {
+    PyErr_SetString(PyExc_ValueError, "CallPlan needs the driver entry point addresses (not 0)");
+    goto done;
+  }
   if (read_spec(self, (const int64_t*)spec.buf, spec.len / (Py_ssize_t)sizeof(int64_t))) goto done;
+  self->api = api;  /* last: a plan without it was never initialized and refuses calls */
   Py_INCREF(capsule); Py_XSETREF(self->capsule, capsule);
   Py_INCREF(tensor_type); Py_XSETREF(self->tensor_type, tensor_type);
   Py_INCREF(slow); Py_XSETREF(self->slow, slow);
@@ -495,6 +510,10 @@ static PyObject* slow(CallPlan* self) {
 static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nargs) {
   if (nargs != 2 || !PyTuple_CheckExact(argv[0])) {
     PyErr_SetString(PyExc_TypeError, "a call plan takes (args: tuple, stream)");
+    return NULL;
+  }
+  if (self->api == NULL) {
+    PyErr_SetString(PyExc_TypeError, "this CallPlan is not initialized");
     return NULL;
   }
   PyObject* args = argv[0];
