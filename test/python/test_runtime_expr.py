@@ -72,3 +72,51 @@ def test_to_c_uses_floor_helpers_and_logical_operators():
     assert Expr("M % 128 == 0 and not N").to_c(rename) == "((tl_floormod(sym_M, 128LL) == 0LL) && (!sym_N))"
     assert Expr("0 < M <= N").to_c(rename) == "((0LL < sym_M) && (sym_M <= sym_N))"
     assert Expr("min(M, N, 4)").to_c(rename) == "tl_min(tl_min(sym_M, sym_N), 4LL)"
+
+
+@pytest.mark.parametrize("text, steps", [
+    ("(M + 3) // 4", [("load", 0), ("const", 3), ("+",), ("const", 4), ("//",)]),
+    ("M * N - K % 8", [("load", 0), ("load", 1), ("*",), ("load", 2), ("const", 8), ("%",), ("-",)]),
+    ("-N % 4", [("load", 1), ("neg",), ("const", 4), ("%",)]),
+    ("+M - -N", [("load", 0), ("load", 1), ("neg",), ("-",)]),
+    ("min(M, N, K)", [("load", 0), ("load", 1), ("load", 2), ("min", 3)]),
+    ("max(M, 4) * 2", [("load", 0), ("const", 4), ("max", 2), ("const", 2), ("*",)]),
+    ("9223372036854775807", [("const", 2**63 - 1)]),
+    ("K", [("load", 2)]),
+])
+def test_to_postfix_of_integer_expressions(text, steps):
+    assert Expr(text).to_postfix(SLOTS) == steps
+    assert Expr(text).to_postfix(SLOTS, boolean=True) == steps  # an int's truth is the C truth of its value
+
+
+@pytest.mark.parametrize("text, steps", [
+    ("M % 128 == 0", [("load", 0), ("const", 128), ("%",), ("const", 0), ("==",)]),
+    ("1 < M <= 10", [("const", 1), ("load", 0), ("<",), ("load", 0), ("const", 10), ("<=",), ("and", 2)]),
+    ("M != N >= K > 0", [("load", 0), ("load", 1), ("!=",), ("load", 1), ("load", 2), (">=",), ("load", 2),
+                         ("const", 0), (">",), ("and", 3)]),
+    ("M > 0 and not N", [("load", 0), ("const", 0), (">",), ("load", 1), ("not",), ("and", 2)]),
+    ("M < 0 or K or N == 1", [("load", 0), ("const", 0), ("<",), ("load", 2), ("load", 1), ("const", 1), ("==",),
+                              ("or", 3)]),
+    ("not (M and N)", [("load", 0), ("load", 1), ("and", 2), ("not",)]),
+    ("True", [("const", 1)]),
+    ("False or M", [("const", 0), ("load", 0), ("or", 2)]),
+])
+def test_to_postfix_of_truth_values_only_where_truth_is_asked(text, steps):
+    assert Expr(text).to_postfix(SLOTS, boolean=True) == steps
+    assert Expr(text).to_postfix(SLOTS) is None  # Python's value may be True/False or an operand, not 0/1
+
+
+@pytest.mark.parametrize("text", [
+    "M + 0.5", "M * 2.0", "M > 0.5", "max(M, 1.5)", "1.0",  # floats
+    "M + P", "P > 0",  # a name outside the slots
+    "(M > 0) + 1", "(M and N) * 2", "-(M > 0)", "+(M < N)", "min(M > 0, 1)", "(M or N) == 1", "True + 1",
+    "M < (N > 0)",  # arithmetic or comparison on a truth value
+    "9223372036854775808", "-9223372036854775808", "M > 1180591620717411303424",  # constants beyond int64
+])
+def test_to_postfix_refuses_what_it_cannot_compute_exactly(text):
+    assert Expr(text).to_postfix(SLOTS, boolean=True) is None
+    assert Expr(text).to_postfix(SLOTS) is None
+
+
+def test_to_postfix_reads_the_given_slots():
+    assert Expr("b - a").to_postfix({"a": 7, "b": 63}) == [("load", 63), ("load", 7), ("-",)]
