@@ -22,38 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-typedef void (*set_error_fn)(void* error_ctx, const char* kind, const char* message);
-typedef struct DLPackExchangeAPIHeader {
-  DLPackVersion version;
-  struct DLPackExchangeAPIHeader* prev_api;
-} DLPackExchangeAPIHeader;
-typedef struct {
-  DLPackExchangeAPIHeader header;
-  int (*managed_tensor_allocator)(DLTensor*, DLManagedTensorVersioned**, void*, set_error_fn);
-  int (*managed_tensor_from_py_object_no_sync)(void*, DLManagedTensorVersioned**);
-  int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned*, void**);
-  int (*dltensor_from_py_object_no_sync)(void*, DLTensor*);
-  int (*current_work_stream)(int32_t, int32_t, void**);
-} DLPackExchangeAPI;
+#include "dlpack_abi.h"  /* tilemlir/runtime: native._compile puts it on the include path */
 
 static PyObject* factory;        /* NULL: every allocation fails */
 static void* stream_value;

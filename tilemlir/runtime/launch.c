@@ -83,40 +83,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
  * argument error with its message.
  * ------------------------------------------------------------------------------------ */
 
-/* The DLPack ABI, as dlpack.h (v1.2 and later) lays it out. */
-typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} DLTensor;
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-} DLManagedTensorVersioned;
-typedef void (*set_error_fn)(void* error_ctx, const char* kind, const char* message);
-typedef struct DLPackExchangeAPIHeader {
-  DLPackVersion version;
-  struct DLPackExchangeAPIHeader* prev_api;
-} DLPackExchangeAPIHeader;
-typedef struct {
-  DLPackExchangeAPIHeader header;
-  int (*managed_tensor_allocator)(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
-                                  set_error_fn set_error);
-  int (*managed_tensor_from_py_object_no_sync)(void* py_object, DLManagedTensorVersioned** out);
-  int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned* tensor, void** out_py_object);
-  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
-  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_current_stream);
-} DLPackExchangeAPI;
+#include "dlpack_abi.h"
 
 #define SPEC_VERSION 1
 #define MAX_TENSORS 32

@@ -57,7 +57,9 @@ KIND = {ctypes.c_void_p: "p", ctypes.c_bool: "B", ctypes.c_int8: "b", ctypes.c_u
         ctypes.c_uint16: "H", ctypes.c_int32: "i", ctypes.c_uint32: "I", ctypes.c_int64: "q", ctypes.c_uint64: "Q",
         ctypes.c_float: "f", ctypes.c_double: "d"}
 
-SOURCE = (Path(__file__).parent / "launch.c").read_text()
+HERE = Path(__file__).parent
+SOURCE = (HERE / "launch.c").read_text()
+HEADERS = (HERE / "dlpack_abi.h").read_text()  # included by launch.c; part of the cache key
 
 _lock = threading.Lock()
 _loaded: list[ModuleType | None] = []  # [] until load() has run once
@@ -74,7 +76,7 @@ def load() -> ModuleType | None:
 def _build_and_import() -> ModuleType | None:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     include = sysconfig.get_paths()["include"]
-    key = hashlib.sha256(f"{SOURCE}\n{sys.version}\n{suffix}\n{include}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{SOURCE}\n{HEADERS}\n{sys.version}\n{suffix}\n{include}".encode()).hexdigest()[:24]
     library = settings().cache_dir / "native" / key / f"{MODULE_NAME}{suffix}"
     if not library.is_file():
         start = time.perf_counter()
@@ -108,7 +110,7 @@ def _compile(library: Path, include: str, source_text: str = SOURCE) -> str | No
             source = Path(scratch, "launch.c")
             source.write_text(source_text)
             built = Path(scratch, library.name)
-            command = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(built)]
+            command = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{HERE}", str(source), "-o", str(built)]
             result = subprocess.run(command, capture_output=True, text=True, timeout=120)
             if result.returncode != 0:
                 return f"{compiler} failed: {result.stderr.strip()[-2000:]}"
