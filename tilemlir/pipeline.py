@@ -36,6 +36,10 @@ def final_pipeline() -> list[str]:
         # Upstream clean-up of the index arithmetic the passes above left behind.
         "canonicalize",
         "cse",
+        # Again, now that cse has made the copies' identical row checks one value: scf.if's
+        # canonicalization merges adjacent ifs on the same condition, so the loads of
+        # consecutive copies share one branch region and all issue before their data is used.
+        "canonicalize",
     ]
 
 

@@ -154,3 +154,15 @@ def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
     whole_tile = source[start:source.index("} else {", start)]
     assert "< n" not in whole_tile.split("\n", 1)[1]
     assert whole_tile.count("*reinterpret_cast<const ") == inputs  # one vector load per input, in an unrolled loop
+
+
+def test_adjacent_row_checks_merge_into_one_region():
+    """SwiGLU at 576 columns (4 rows per block) checks its row before each input copy; after
+    cse makes those checks one value, canonicalize merges the ifs, so both inputs' loads share
+    one branch region and issue back to back (one memory round trip instead of two)."""
+    final = activation.silu_mul(N=576).ir("final")
+    launch_body_ifs = [line for line in final.splitlines() if line.startswith("      scf.if ")]
+    assert len(launch_body_ifs) == 2, launch_body_ifs  # the loads of both halves, then the store
+    first = final[final.index(launch_body_ifs[0]):]
+    loops_before_else = first[:first.index("} else {")].count("scf.for %arg14 = %c0 to %c3")
+    assert loops_before_else == 2
