@@ -303,11 +303,14 @@ def _intrinsic(fn: Callable) -> Callable:
 
 
 @_intrinsic
-def Kernel(*grid, threads: int = 128):
+def Kernel(*grid, threads: int = 128, min_blocks: int | None = None):
     """`with T.Kernel(gx[, gy[, gz]], threads=n) as bx:` one block's program over a 1-3 dim grid.
 
     `as` binds the block indices: one name for a 1-dim grid, a tuple otherwise.
-    `threads` must be a compile-time int in 1..1024.
+    `threads` must be a compile-time int in 1..1024. `min_blocks` (a
+    compile-time int in 1..32, threads * min_blocks <= 2048) asks the CUDA
+    compiler to keep that many blocks resident per multiprocessor by capping
+    registers per thread (`__launch_bounds__(threads, min_blocks)`).
     """
     _kernel_only("T.Kernel")
 

@@ -838,3 +838,23 @@ def test_command_line_tool(tmp_path):
     garbage.write_text("func.func @f( {")
     result = subprocess.run([*run, str(garbage)], capture_output=True, text=True)
     assert result.returncode == 1 and "error" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_min_blocks_becomes_the_second_launch_bound():
+    """T.Kernel(min_blocks=4) reaches __launch_bounds__ and, through it, ptxas (.minnctapersm)."""
+    import tilemlir
+    import tilemlir.language as T
+
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def rows(X: T.Tensor((M, 512), "float32"), Y: T.Tensor((M, 512), "float32")):
+        with T.Kernel(M, threads=128, min_blocks=4) as row:
+            x = T.alloc_fragment((512,), "float32")
+            T.copy(X[row, 0], x)
+            T.copy(x, Y[row, 0])
+
+    emitted = emit_text(str(tilemlir.lower(rows, "final")))
+    assert 'extern "C" __global__ void __launch_bounds__(128, 4) rows(' in emitted.source
+    ptx = compiles(emitted)
+    assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 4" in ptx

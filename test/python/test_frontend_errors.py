@@ -452,6 +452,24 @@ def test_threads_out_of_range(tmp_path):
     assert message(err) == "threads must be in 1..1024, got 2048"
 
 
+@pytest.mark.parametrize("threads, min_blocks, expected", [
+    (128, "@@0", "min_blocks must be in 1..32, got 0"),
+    (32, "@@33", "min_blocks must be in 1..32, got 33"),
+    (1024, "@@3", "min_blocks=3 blocks of 1024 threads exceed the 2048 threads a multiprocessor holds"),
+    (128, "@@2.0", "T.Kernel: 'min_blocks' must be a compile-time integer (a Python int), got 2.0"),
+    (128, "@@M", "T.Kernel: 'min_blocks' must be a compile-time integer (a Python int), but 'M' is a symbolic dim "
+                 "known only at run time"),
+])
+def test_min_blocks_out_of_range(tmp_path, threads, min_blocks, expected):
+    err = frontend_error(tmp_path, f"""
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.float32)):
+            with T.Kernel(M, threads={threads}, min_blocks={min_blocks}) as bx:
+                pass
+    """)
+    assert message(err) == expected
+
+
 def test_reduce_dim_must_be_constant(tmp_path):
     err = frontend_error(tmp_path, """
         @tilemlir.jit

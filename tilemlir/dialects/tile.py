@@ -288,7 +288,10 @@ class KernelOp(Tile.Operation, name="kernel"):
 
     Operands are the grid extents (index); `threads` the block size
     (1..1024). The single-block region takes one index argument per grid
-    dim, the block's coordinates.
+    dim, the block's coordinates. The optional `tile.min_blocks` asks for at
+    least that many resident blocks per multiprocessor (CUDA's second
+    `__launch_bounds__` argument: it caps registers per thread); 1..32, and
+    `threads * min_blocks` at most 2048.
 
         "tile.kernel"(%gx) ({
         ^bb0(%bx: index):
@@ -308,6 +311,9 @@ class KernelOp(Tile.Operation, name="kernel"):
         threads = _int_attr(self, "threads")
         if not 1 <= threads <= MAX_THREADS:
             return f"'threads' must be in 1..{MAX_THREADS}, got {threads}"
+        problem = min_blocks_problem(self.operation)
+        if problem is not None:
+            return problem
         return _check_positive_extents(self.operation.operands, "grid extent")
 
     @_checked
@@ -679,9 +685,31 @@ def _with_block(op, arg_count: int, loc=None):
     return op
 
 
-def kernel(grid: list[ir.Value], threads: int, *, loc=None, ip=None) -> KernelOp:
+def kernel(grid: list[ir.Value], threads: int, *, min_blocks: int | None = None, loc=None, ip=None) -> KernelOp:
     """A `tile.kernel` with its entry block (one index argument per grid dim)."""
-    return _with_block(_without_segments(KernelOp(list(grid), _i64(threads), loc=loc, ip=ip)), len(grid), loc)
+    op = _with_block(_without_segments(KernelOp(list(grid), _i64(threads), loc=loc, ip=ip)), len(grid), loc)
+    if min_blocks is not None:
+        op.operation.attributes[MIN_BLOCKS] = _i64(min_blocks)
+    return op
+
+
+MIN_BLOCKS = "tile.min_blocks"  # on tile.kernel, then on the gpu.launch partition-threads makes of it
+MAX_MIN_BLOCKS = 32  # resident blocks per multiprocessor on sm_90
+MAX_THREADS_PER_SM = 2048
+
+
+def min_blocks_problem(op: ir.Operation) -> str | None:
+    """What is wrong with `op`'s `tile.min_blocks` for its block of `threads`, or None."""
+    if MIN_BLOCKS not in op.attributes:
+        return None
+    attr = op.attributes[MIN_BLOCKS]
+    if not isinstance(attr, ir.IntegerAttr) or not 1 <= attr.value <= MAX_MIN_BLOCKS:
+        return f"'{MIN_BLOCKS}' must be an integer in 1..{MAX_MIN_BLOCKS}, got {attr}"
+    threads = op.attributes["threads"].value if "threads" in op.attributes else None
+    if threads is not None and threads * attr.value > MAX_THREADS_PER_SM:
+        return (f"'{MIN_BLOCKS}' = {attr.value} blocks of {threads} threads exceed the "
+                f"{MAX_THREADS_PER_SM} threads a multiprocessor holds")
+    return None
 
 
 def parallel(extents: list[ir.Value], *, loc=None, ip=None) -> ParallelOp:

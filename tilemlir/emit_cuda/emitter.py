@@ -84,7 +84,8 @@ class KernelEmitter:
             else:
                 params.append(f"{self.c_type(arg.type, self.kernel.func)} {self.c_names[name]}")
         params += [f"{self.types.index} {self.c_names[s]}" for s in self.kernel.symbols]
-        head = f'extern "C" __global__ void __launch_bounds__({self.kernel.threads}) {self.function_name}('
+        bounds = f"{self.kernel.threads}, {self.kernel.min_blocks}" if self.kernel.min_blocks else f"{self.kernel.threads}"
+        head = f'extern "C" __global__ void __launch_bounds__({bounds}) {self.function_name}('
         one_line = head + ", ".join(params) + ") {"
         if len(one_line) <= MAX_LINE:
             return one_line

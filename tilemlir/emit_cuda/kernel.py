@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
@@ -24,6 +25,7 @@ class KernelIR:
     assumes: tuple[str, ...]
     block: tuple[int, int, int]
     out_idx: tuple[int, ...]
+    min_blocks: int | None  # resident blocks per multiprocessor asked for (tile.min_blocks)
 
     @property
     def args(self) -> list[ir.BlockArgument]:
@@ -59,6 +61,7 @@ def find_kernel(module: ir.Operation) -> KernelIR:
         assumes=tuple(_assumes(func)),
         block=_block_size(launch),
         out_idx=tuple(_int_list(func, "tile.out_idx")),
+        min_blocks=_min_blocks(launch),
     )
 
 
@@ -78,6 +81,15 @@ def _the_launch(func: ir.Operation) -> ir.Operation:
     if view.clusterSizeX is not None:
         raise error(launch, "gpu.launch with thread-block clusters is not supported by the CUDA emitter yet")
     return launch
+
+
+def _min_blocks(launch: ir.Operation) -> int | None:
+    if MIN_BLOCKS not in launch.attributes:
+        return None
+    attr = launch.attributes[MIN_BLOCKS]
+    if not isinstance(attr, ir.IntegerAttr) or not 1 <= attr.value <= MAX_MIN_BLOCKS:
+        raise error(launch, f"'{MIN_BLOCKS}' must be an integer in 1..{MAX_MIN_BLOCKS}, got {attr}")
+    return attr.value
 
 
 def _block_size(launch: ir.Operation) -> tuple[int, int, int]:

@@ -51,12 +51,14 @@ class ControlMixin:
             )
         if self.scope.kind != "function":
             raise KernelError("`with T.Kernel(...)` must be at the top level of the kernel function")
-        args = self.bind_call("T.Kernel", call, ["threads"], defaults={"threads": 128}, varargs=True)
+        args = self.bind_call("T.Kernel", call, ["threads", "min_blocks"], defaults={"threads": 128, "min_blocks": None},
+                              varargs=True)
         grid = self.kernel_grid(call, args)
         threads = self.compile_time_arg(args, "threads", int, "a compile-time integer (a Python int)")
         if not 1 <= threads <= tile.MAX_THREADS:
             raise KernelError(f"threads must be in 1..{tile.MAX_THREADS}, got {threads}", args.node_of("threads"))
-        op = tile.kernel([g.value for g in grid], threads)
+        min_blocks = self.kernel_min_blocks(args, threads)
+        op = tile.kernel([g.value for g in grid], threads, min_blocks=min_blocks)
         block = tile.body_block(op)
         with self.scoped("kernel", node) as scope:
             self.kernel = KernelState(node, scope, threads, grid)
@@ -67,6 +69,17 @@ class ControlMixin:
                 self.emit_body(node.body)
                 tile.yield_()
         self.kernel_done = True
+
+    def kernel_min_blocks(self, args, threads: int) -> int | None:
+        if self.arg(args, "min_blocks") is None:
+            return None
+        value = self.compile_time_arg(args, "min_blocks", int, "a compile-time integer (a Python int)")
+        if not 1 <= value <= tile.MAX_MIN_BLOCKS:
+            raise KernelError(f"min_blocks must be in 1..{tile.MAX_MIN_BLOCKS}, got {value}", args.node_of("min_blocks"))
+        if threads * value > tile.MAX_THREADS_PER_SM:
+            raise KernelError(f"min_blocks={value} blocks of {threads} threads exceed the {tile.MAX_THREADS_PER_SM} "
+                              "threads a multiprocessor holds", args.node_of("min_blocks"))
+        return value
 
     def kernel_grid(self, call: ast.Call, args) -> list[Scalar]:
         if not args.rest:

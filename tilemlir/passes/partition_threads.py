@@ -48,7 +48,7 @@ import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import Digit, TiledLayout
-from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, layout_parts, memory_space
+from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space
 from tilemlir.mlir import gpu, ir
 from tilemlir.passes import diag, register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
@@ -123,6 +123,8 @@ class _KernelPartition:
         launch = gpu.LaunchOp(tuple(grid), (outer.index(self.threads), one, one), loc=kernel.location,
                               ip=ir.InsertionPoint(kernel))
         self.launch = launch.operation
+        if MIN_BLOCKS in kernel.attributes:
+            self.launch.attributes[MIN_BLOCKS] = kernel.attributes[MIN_BLOCKS]
         body = launch.regions[0].blocks[0]
         terminator = ir.Operation.create("gpu.terminator", loc=kernel.location, ip=ir.InsertionPoint(body))
         kernel_block = kernel.regions[0].blocks[0]

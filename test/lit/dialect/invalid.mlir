@@ -128,6 +128,28 @@ func.func @kernel_zero_threads(%n: index) {
 
 // -----
 
+func.func @kernel_min_blocks_zero(%n: index) {
+  // expected-error @+1 {{'tile.kernel' op 'tile.min_blocks' must be an integer in 1..32, got 0 : i64}}
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64, tile.min_blocks = 0 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @kernel_min_blocks_over_the_threads_of_a_multiprocessor(%n: index) {
+  // expected-error @+1 {{'tile.kernel' op 'tile.min_blocks' = 3 blocks of 1024 threads exceed the 2048 threads a multiprocessor holds}}
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 1024 : i64, tile.min_blocks = 3 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
 func.func @kernel_too_many_threads(%n: index) {
   // expected-error @+1 {{'tile.kernel' op 'threads' must be in 1..1024, got 2048}}
   "tile.kernel"(%n) ({

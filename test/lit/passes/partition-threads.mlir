@@ -211,3 +211,20 @@ func.func @shared_reuse(%X: memref<1024xf32>, %Y: memref<128xf32>) attributes {t
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+// tile.min_blocks (T.Kernel's min_blocks) moves to the gpu.launch, where the CUDA emitter reads it.
+// CHECK-LABEL: func.func @min_blocks
+// CHECK: gpu.launch
+// CHECK: gpu.terminator
+// CHECK-NEXT: } {tile.min_blocks = 4 : i64}
+func.func @min_blocks(%X: memref<?xf32>) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %X, %c0 : memref<?xf32>
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64, tile.min_blocks = 4 : i64} : (index) -> ()
+  return
+}
