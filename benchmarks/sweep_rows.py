@@ -1,6 +1,8 @@
-"""Threads-per-row sweep of the row kernels: each factory's `max_chunks` (16-byte chunks a thread holds).
+"""Block-shape sweep of the row kernels: each factory's `max_chunks` (16-byte chunks a thread
+holds, which sets the threads per row) and `min_blocks` (resident blocks per multiprocessor asked
+of the CUDA compiler, which caps registers per thread).
 
-    python3 -m benchmarks.sweep_rows build     # here: one artifact tree per max_chunks value
+    python3 -m benchmarks.sweep_rows build     # here: one artifact tree per (max_chunks, min_blocks)
     python3 -m benchmarks.sweep_rows run       # on the GPU: time every variant (checked first)
 
 Uses the benchmark's cases, inputs and calling convention (benchmarks/cases.py,
@@ -20,9 +22,16 @@ if __package__ in (None, ""):
 from benchmarks.cases import select_cases
 
 ROOT = Path(__file__).resolve().parent / "artifacts" / "sweep_rows"
-KERNELS = ["quant_row_fp8", "layernorm_bf16", "softmax_bf16", "rmsnorm_bf16", "silu_mul_bf16"]
+KERNELS = ["quant_row_fp8", "layernorm_bf16", "add_layernorm_bf16", "softmax_bf16", "rmsnorm_bf16",
+           "add_rmsnorm_bf16", "silu_mul_bf16", "row_sum_fp32"]
 SHAPES = ["8192x8192", "4001x7168", "16384x4096"]
-CHUNKS = (1, 2, 4, 8)
+CHUNKS = (2, 4, 8)
+MIN_BLOCKS = (None, 2, 3, 4, 6)
+VARIANTS = [(chunks, blocks) for chunks in CHUNKS for blocks in MIN_BLOCKS]
+
+
+def _label(chunks: int, blocks: int | None) -> str:
+    return f"c{chunks}" + (f"_b{blocks}" if blocks else "")
 
 
 def _cases():
@@ -32,13 +41,19 @@ def _cases():
 def build() -> int:
     from benchmarks.build_artifacts import REGISTRY, factory_for
     from benchmarks.ours import artifact_dir
+    from tilemlir.errors import CompileError
 
-    for chunks in CHUNKS:
+    for chunks, blocks in VARIANTS:
+        built = 0
         for case in _cases():
             entry = REGISTRY[case.kernel.name]
-            kernel = factory_for(entry)(**entry.kwargs(case.shape), max_chunks=chunks)
-            kernel.export(artifact_dir(case, ROOT / f"c{chunks}"))
-        print(f"built max_chunks={chunks}")
+            try:
+                kernel = factory_for(entry)(**entry.kwargs(case.shape), max_chunks=chunks, min_blocks=blocks)
+            except CompileError:  # more resident threads than a multiprocessor holds: not a variant
+                continue
+            kernel.export(artifact_dir(case, ROOT / _label(chunks, blocks)))
+            built += 1
+        print(f"built {_label(chunks, blocks)}: {built} kernels")
     return 0
 
 
@@ -49,21 +64,31 @@ def run() -> int:
     from benchmarks.ours import load_ours
     from benchmarks.torch_impls import make_inputs, reference, scalars_of
 
-    print("| case | " + " | ".join(f"max_chunks {c} us" for c in CHUNKS) + " |")
-    print("|---|" + "---|" * len(CHUNKS))
+    print("| case | default us | best us | best max_chunks, min_blocks | " + " | ".join(
+        _label(c, b) for c, b in VARIANTS) + " |")
+    print("|---|---|---|---|" + "---|" * len(VARIANTS))
     generator = torch.Generator(device="cuda").manual_seed(0)
     for case in _cases():
         inputs = make_inputs(case, "cuda", generator)
         wanted = reference(case.kernel, inputs)
         scalars = scalars_of(case.kernel)
-        cells = []
-        for chunks in CHUNKS:
-            impl = load_ours(case, ROOT / f"c{chunks}")
+        default = load_ours(case)
+        default_us = 1e3 * do_bench(lambda: default(inputs, None, scalars), warmup=25, rep=100, return_mode="median")
+        cells, best = [], None
+        for chunks, blocks in VARIANTS:
+            directory = ROOT / _label(chunks, blocks)
+            if not (directory / case.id).is_dir():
+                cells.append("—")
+                continue
+            impl = load_ours(case, directory)
             outputs = impl(inputs, None, scalars)
             error = max(float((o.double() - w.double()).norm() / w.double().norm()) for o, w in zip(outputs, wanted))
-            ms = do_bench(lambda: impl(inputs, None, scalars), warmup=25, rep=100, return_mode="median")
-            cells.append(f"{ms * 1e3:.1f}" + ("" if error < 5e-2 else f" (WRONG {error:.1e})"))
-        print(f"| {case.id} | " + " | ".join(cells) + " |")
+            us = 1e3 * do_bench(lambda: impl(inputs, None, scalars), warmup=25, rep=100, return_mode="median")
+            cells.append(f"{us:.1f}" + ("" if error < 5e-2 else f" (WRONG {error:.1e})"))
+            if error < 5e-2 and (best is None or us < best[0]):
+                best = (us, chunks, blocks)
+        summary = f"{best[0]:.1f} | {best[1]}, {best[2]}" if best else "— | —"
+        print(f"| {case.id} | {default_us:.1f} | {summary} | " + " | ".join(cells) + " |", flush=True)
     return 0
 
 

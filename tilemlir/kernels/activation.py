@@ -14,14 +14,14 @@ from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
 
 
 @tilemlir.jit(out_idx=[1], fast_math=True)
-def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
+def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
     def silu_mul_kernel(X: T.Tensor((M, 2 * N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             gate = T.alloc_fragment((block_M, N), T.float32)
             up = T.alloc_fragment((block_M, N), T.float32)
             T.copy(X[bx * block_M, 0], gate)

@@ -1,7 +1,9 @@
 """Block shapes for row kernels: how many threads share one row of N elements.
 
 Every row factory takes `max_chunks` (the most 16-byte chunks of a row one
-thread holds) to tune this; benchmarks/sweep_rows.py measures the choices.
+thread holds) to tune this, and `min_blocks` (T.Kernel's: resident blocks per
+multiprocessor, which caps registers per thread); benchmarks/sweep_rows.py
+measures the choices.
 
 Every thread should own whole 16-byte chunks of the row (so each access is
 one 16-byte vector load, coalesced across the warp) and only a few of them
@@ -20,6 +22,7 @@ CHUNK_BYTES = 16
 # that still lets several blocks share a multiprocessor.
 MAX_CHUNKS_PER_THREAD = 2
 MIN_THREADS, MAX_THREADS = 128, 1024
+MAX_THREADS_PER_SM = 2048  # resident threads per multiprocessor (sm_90): bounds a factory's min_blocks
 
 
 @dataclass(frozen=True)

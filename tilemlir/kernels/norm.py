@@ -12,7 +12,7 @@ residual and then run the same normalization (`@T.macro`s below) as the plain on
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, MAX_THREADS_PER_SM, row_config
 
 
 @T.macro
@@ -56,7 +56,7 @@ def layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps):
 
 
 @tilemlir.jit(out_idx=[2])
-def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
+def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
@@ -64,7 +64,7 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     @T.prim_func
     def rmsnorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                        Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
@@ -78,7 +78,7 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
 
 
 @tilemlir.jit(out_idx=[3, 4])
-def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
+def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
@@ -86,7 +86,7 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     @T.prim_func
     def add_rmsnorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                            Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             r = T.alloc_fragment((block_M, N), T.float32)
             h = T.alloc_fragment((block_M, N), dtype)
@@ -104,16 +104,25 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     return add_rmsnorm_kernel
 
 
+# LayerNorm asks for 4 resident blocks per multiprocessor (fewer when its blocks are larger than
+# 512 threads): at 4001 x 7168 its 448-thread blocks otherwise fit only 3 (34 registers per thread,
+# allocated in steps), 38.1 us against 34.4 with the cap; within 1% either way at 4096 and 8192
+# (benchmarks/sweep_rows.py on the H200). `min_blocks=1` leaves registers uncapped.
+LAYERNORM_MIN_BLOCKS = 4
+
+
 @tilemlir.jit(out_idx=[3])
-def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
+def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
+    if min_blocks is None:
+        min_blocks = max(1, min(LAYERNORM_MIN_BLOCKS, MAX_THREADS_PER_SM // cfg.threads))
 
     @T.prim_func
     def layernorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
                          Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
@@ -127,7 +136,7 @@ def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
 
 
 @tilemlir.jit(out_idx=[4, 5])
-def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
+def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
@@ -136,7 +145,7 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD):
     def add_layernorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                              B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype),
                              eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             r = T.alloc_fragment((block_M, N), T.float32)
             h = T.alloc_fragment((block_M, N), dtype)

@@ -31,7 +31,7 @@ BLOCK_ROWS = 32
 
 # max_chunks=4: 53.7 us against 57.3 us with 2 at 8192 x 8192 (benchmarks/sweep_rows.py on the H200).
 @tilemlir.jit(out_idx=[1, 2])
-def quant_row_fp8(N, dtype="bfloat16", max_chunks=4):
+def quant_row_fp8(N, dtype="bfloat16", max_chunks=4, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
@@ -39,7 +39,7 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=4):
     @T.prim_func
     def quant_row_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                          S: T.Tensor((M,), T.float32)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             scale = T.alloc_fragment((block_M,), T.float32)
             inv_scale = T.alloc_fragment((block_M,), T.float32)

@@ -5,14 +5,14 @@ import tilemlir.language as T
 from tilemlir.kernels.config import row_config
 
 
-def _row_reduce(N: int, kind: str, max_chunks: int):
+def _row_reduce(N: int, kind: str, max_chunks: int, min_blocks: int | None):
     M = T.symbolic("M")
     cfg = row_config(N, "float32", max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
     def row_reduce_kernel(X: T.Tensor((M, N), T.float32), Y: T.Tensor((M,), T.float32)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             y = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
@@ -26,10 +26,10 @@ def _row_reduce(N: int, kind: str, max_chunks: int):
 
 
 @tilemlir.jit(out_idx=[1])
-def row_sum(N, max_chunks=4):
-    return _row_reduce(N, "sum", max_chunks)
+def row_sum(N, max_chunks=4, min_blocks=None):
+    return _row_reduce(N, "sum", max_chunks, min_blocks)
 
 
 @tilemlir.jit(out_idx=[1])
-def row_max(N, max_chunks=4):
-    return _row_reduce(N, "max", max_chunks)
+def row_max(N, max_chunks=4, min_blocks=None):
+    return _row_reduce(N, "max", max_chunks, min_blocks)

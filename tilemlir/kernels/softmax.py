@@ -16,20 +16,20 @@ CHUNK = 8192
 
 
 @tilemlir.jit(out_idx=[1])
-def softmax(N, dtype="float16", max_chunks=4):
+def softmax(N, dtype="float16", max_chunks=4, min_blocks=None):
     if N <= MAX_ROW_IN_REGISTERS:
-        return _one_pass(N, dtype, max_chunks)
-    return _online(N, dtype, max_chunks)
+        return _one_pass(N, dtype, max_chunks, min_blocks)
+    return _online(N, dtype, max_chunks, min_blocks)
 
 
-def _one_pass(N, dtype, max_chunks):
+def _one_pass(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
     @T.prim_func
     def softmax_kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             row_max = T.alloc_fragment((block_M,), T.float32)
             row_sum = T.alloc_fragment((block_M,), T.float32)
@@ -47,7 +47,7 @@ def _one_pass(N, dtype, max_chunks):
     return softmax_kernel
 
 
-def _online(N, dtype, max_chunks):
+def _online(N, dtype, max_chunks, min_blocks):
     assert N % CHUNK == 0, f"softmax: rows longer than {MAX_ROW_IN_REGISTERS} must be a multiple of {CHUNK}"
     M = T.symbolic("M")
     cfg = row_config(CHUNK, dtype, max_chunks)
@@ -56,7 +56,7 @@ def _online(N, dtype, max_chunks):
 
     @T.prim_func
     def softmax_online_kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
             x = T.alloc_fragment((block_M, CHUNK), T.float32)
             m = T.alloc_fragment((block_M,), T.float32)
             s = T.alloc_fragment((block_M,), T.float32)
