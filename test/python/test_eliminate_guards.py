@@ -75,3 +75,51 @@ def test_a_guard_removed_without_proof_is_an_internal_error(monkeypatch):
         module = ir.Module.parse(KERNEL)
         with pytest.raises(CompileError, match=r"2 guard\(s\) removed without a proof"):
             run_pipeline(module, "insert-guards,eliminate-guards")
+
+
+CHUNKS = """
+func.func @chunks(%X: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["N"]],
+                                                 tile.symbols = ["N"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c384 = arith.constant 384 : index
+  %N = memref.dim %X, %c0 : memref<?xf32>
+  %g = arith.ceildivui %N, %c384 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %x = memref.alloca() : memref<12xf32, "local">
+    %base = arith.muli %bx, %c384 : index
+    %t = arith.muli %tx, %c4 : index
+    %bt = arith.addi %base, %t : index
+    scf.for %k = %c0 to %c3 step %c1 {
+      scf.for %v = %c0 to %c4 step %c1 {
+        %off = arith.muli %k, %c32 : index
+        %o = arith.addi %bt, %off : index
+        %i = arith.addi %o, %v : index
+        %r0 = arith.muli %k, %c4 : index
+        %r = arith.addi %r0, %v : index
+        %val = memref.load %X[%i] {tile.pad = 0.0 : f32} : memref<?xf32>
+        memref.store %val, %x[%r] : memref<12xf32, "local">
+      }
+    }
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("max_trips, versioned", [(64, 1), (3, 1), (2, 0)])
+def test_range_versioning_is_bounded_by_trip_count(max_trips, versioned):
+    """The 3-chunk loop is range-versioned (its guard then proved in the copy that runs when
+    the last chunk is in range) only when max-range-trips allows 3 iterations."""
+    clear_cache()
+    with make_context():
+        module = ir.Module.parse(CHUNKS)
+        stats = _statistics(run_pipeline(module, f"insert-guards,eliminate-guards{{max-range-trips={max_trips}}}"))
+        assert stats["loops-range-versioned"] == versioned
+        assert (stats["guards-proved"], stats["guards-kept"]) == ((1, 2) if versioned else (0, 1))
+        assert _guards(module) == stats["guards-kept"]

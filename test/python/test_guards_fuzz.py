@@ -14,6 +14,7 @@ must be identical, for every value of the symbolic dim in a small range
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +88,8 @@ def _loop_bound(choice: int) -> str:
     return {0: "%c5", 1: "%N", 2: "%Nq", 3: "%c3"}[choice]
 
 
-def _gather_kernel(expr, grid: int, block: int, outer, inner, assume_mod: int | None, slots: int) -> str:
+def _gather_kernel(expr, grid: int, block: int, outer, inner, assume_mod: int | None, slots: int,
+                   unroll: bool = False) -> str:
     emitter = _Emitter()
     index = emitter.emit(expr)
     (lb1, ub1, st1), (lb2, ub2, st2) = outer, inner
@@ -129,7 +131,7 @@ func.func @gather(%X: memref<?xf32>, %Y: memref<{grid * block}x{slots}xf32>)
           %k = arith.addi %k0, %kj : index
           memref.store %v, %Y[%row, %k] : memref<{grid * block}x{slots}xf32>
       }}
-    }}
+    }}{" {tile.unroll}" if unroll else ""}
     gpu.terminator
   }}
   return
@@ -162,11 +164,29 @@ def _run_both(text: str, args_for_n, ns) -> dict:
     outer=st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 3)),
     inner=st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 3)),
     assume_mod=st.sampled_from([None, 2, 4]),
+    unroll=st.booleans(),
 )
-def test_removed_guards_hold_at_every_point(expr, grid, block, outer, inner, assume_mod):
+def test_removed_guards_hold_at_every_point(expr, grid, block, outer, inner, assume_mod, unroll):
+    """`unroll` marks the outer loop tile.unroll: range versioning then takes it whatever its trip count."""
+    _gather_everywhere(expr, grid, block, outer, inner, assume_mod, unroll)
+
+
+@pytest.mark.parametrize("expr, outer, inner", [
+    (("addi", ("muli", "%i", 4), "%j"), (0, 1, 1), (0, 3, 1)),  # grows in both: the last iteration
+    (("addi", ("muli", ("subi", 9, "%i"), 4), "%j"), (1, 0, 2), (0, 3, 1)),  # shrinks in i: its first
+    (("addi", ("muli", "%i", 4), "%j"), (2, 2, 3), (0, 3, 1)),  # i up to ceil(N / 4), step 3
+])
+def test_range_versioning_fires_and_holds(expr, outer, inner):
+    """Hand-picked monotone gathers, the outer loop marked tile.unroll (its bound symbolic in the
+    last case): range versioning must fire, and the result still hold for every N."""
+    stats = _gather_everywhere(expr, 2, 3, outer, inner, None, unroll=True)
+    assert stats["loops-range-versioned"] >= 1, stats
+
+
+def _gather_everywhere(expr, grid, block, outer, inner, assume_mod, unroll) -> dict:
     max_n = 16
     slots = 5 * (max_n + 2) + max_n + 2
-    text = _gather_kernel(expr, grid, block, outer, inner, assume_mod, slots)
+    text = _gather_kernel(expr, grid, block, outer, inner, assume_mod, slots, unroll)
     rng = np.random.default_rng(0)
 
     def args(n):
@@ -175,7 +195,7 @@ def test_removed_guards_hold_at_every_point(expr, grid, block, outer, inner, ass
         return [x, y]
 
     ns = [n for n in range(0, max_n + 1) if assume_mod is None or n % assume_mod == 0]  # 0: an empty tensor
-    _run_both(text, args, ns)
+    return _run_both(text, args, ns)
 
 
 # -- kernel 2: per-thread runs over rows (vectorize) ---------------------------------
@@ -282,6 +302,8 @@ def test_vector_accesses_are_aligned_and_in_range(cols, run, chunks, rows, block
         return [x, z]
 
     stats = _run_both(text, args, range(1, 2 * rows + 2))
+    if rows > 1:  # (one row per block: the grid proves the row check)
+        assert stats["loops-range-versioned"] >= 1, stats  # the row loop, on its last row's check
     vectors = sum(stats[f"vectorized-{w}B"] for w in (16, 8, 4))
     if offset == 0 and (symbolic_cols is None and cols % run == 0 or symbolic_cols == 8):
         assert vectors > 0, stats

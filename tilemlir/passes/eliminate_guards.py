@@ -9,11 +9,26 @@ fewer checks. For each guard, innermost first, with the facts in scope
   guard with no check left is removed and its then branch runs alone;
 - a guard proved false everywhere is replaced by its else branch (the
   load's pad value; a store disappears);
-- loop versioning (hoisting): checks that are invariant in an enclosing
-  `scf.for` (computed only from values defined outside it) are hoisted:
-  the loop becomes `scf.if %checks { loop } else { copy of loop }` (the
-  new `scf.if` is itself a guard), and the copies are simplified again —
-  the then copy loses those checks, the else copy folds what fails;
+- loop versioning: the outermost enclosing `scf.for` that qualifies (and
+  holds no barrier, shuffle or other collective op) becomes
+  `scf.if %c { loop } else { copy of loop }` (the new `scf.if` is itself a
+  guard), and the copies are simplified again: the then copy loses the
+  checks `%c` implies, the else copy folds what fails. `%c` is the
+  conjunction, over the loop's guards, of (`tilemlir.passes.range_versions`)
+  - hoisting: checks invariant in the loop (computed only from values
+    defined outside it), as they are;
+  - range versioning: checks that are not invariant but hold on every
+    iteration when they hold at the last one (an index that grows with the
+    induction variables, compared `<` a bound) or at the first (one that
+    shrinks), taken there: each induction variable from the loop down to
+    the check replaced by `lb + ((ub - lb - 1) floordiv step) * step` (or
+    `lb`), and only when Z3 proves that this value and the loops' ranges
+    imply the check. To bound code growth, only loops of at most
+    `max-range-trips` iterations or marked `tile.unroll` are range-versioned,
+    never a vector run (vectorize versions those per vector), each loop at
+    most once and at most `max-versioned` loops per function. A dim a symbol
+    names is read from the symbol's first tensor, so after cse consecutive
+    loops' versions share one condition and canonicalize merges their ifs;
 - tail split: when the checks hold on every iteration but the last
   `max-tail` ones, the loop becomes an unguarded interior loop followed by
   a guarded tail loop over the same induction variable.
@@ -24,7 +39,8 @@ every one that disappeared had a proof (`guards-removed-without-proof`
 must be 0, else it reports an internal error).
 
 Statistics: guards-proved, guards-folded, guards-kept, guards-timed-out,
-checks-dropped, loops-versioned, loops-split, prover-queries,
+checks-dropped, loops-versioned (hoisting only), loops-range-versioned
+(at least one check at an extreme iteration), loops-split, prover-queries,
 prover-cache-hits.
 """
 
@@ -45,20 +61,18 @@ from tilemlir.passes.guards import (
     as_op,
     binary,
     check_leaves,
-    clone_slice,
     conjunction,
     guards_in,
-    hoistable,
     index_constant,
     inline_else,
     inline_then,
-    inside,
     make_guard,
     root_of,
     run_per_function,
     set_condition,
     yield_,
 )
+from tilemlir.passes.range_versions import Conditions
 
 _MAX_ROUNDS = 64
 _VECTOR_RUN_TRIPS = 16
@@ -72,6 +86,7 @@ _STATISTICS = {
     "guards-timed-out": "kept guards with at least one query that timed out",
     "checks-dropped": "checks proved true and dropped from guards that stay",
     "loops-versioned": "loops versioned on loop-invariant checks (guard hoisting)",
+    "loops-range-versioned": "loops versioned on checks taken at their extreme iteration (range versioning)",
     "loops-split": "loops split into an unguarded interior and a guarded tail",
     "prover-queries": "Z3 queries asked",
     "prover-cache-hits": "Z3 queries answered from the cache",
@@ -84,6 +99,7 @@ class EliminateGuardsOptions:
     max_versioned: int = 16  # loop versionings per function
     max_split: int = 16  # loop splits per function
     max_loop_ops: int = 400  # larger loops are neither versioned nor split
+    max_range_trips: int = 64  # range-version loops of at most this many iterations (or marked tile.unroll)
 
 
 @register_pass("eliminate-guards", "remove, hoist and split bounds guards Z3 proves redundant", EliminateGuardsOptions)
@@ -186,33 +202,38 @@ class _Eliminator:
         return loop not in self.restructured and _op_count(loop) <= self.options.max_loop_ops
 
     def _try_version(self, loop: ir.Operation, guard: ir.Operation) -> bool:
-        if self.stats["loops-versioned"] >= self.options.max_versioned or not self._eligible(loop):
+        versioned = self.stats["loops-versioned"] + self.stats["loops-range-versioned"]
+        if versioned >= self.options.max_versioned or not self._eligible(loop) or _holds_collective(loop):
             return False
-        invariant = _Invariance(loop)
-        if not any(invariant(leaf) for leaf in check_leaves(guard.operands[0])):
+        conditions = Conditions(self.prover, loop, ranged=self._range_eligible(loop))
+        if not any(conditions.find(leaf, guard) for leaf in check_leaves(guard.operands[0])):
             return False
-        if _holds_collective(loop):
-            return False
-        leaves = self._invariant_leaves(loop, invariant)
-        self._version(loop, leaves)
-        return True
+        return self._version(loop, conditions)
 
-    def _invariant_leaves(self, loop: ir.Operation, invariant) -> list[ir.Value]:
-        """Invariant checks of every guard in `loop`, one per distinct condition."""
+    def _range_eligible(self, loop: ir.Operation) -> bool:
+        """Whether range versioning may copy `loop`: a short loop (or one the emitter unrolls anyway)
+        that is not a vector run (vectorize versions those per vector)."""
+        trips = _constant_trips(loop)
+        if trips is not None and trips <= _VECTOR_RUN_TRIPS and not _has_inner_loop(loop):
+            return False
+        return (trips is not None and trips <= self.options.max_range_trips) or _marked_unroll(loop)
+
+    def _version(self, loop: ir.Operation, conditions: Conditions) -> bool:
+        """Version `loop` on the conditions of every guard in it, one per distinct check;
+        False when none could be built."""
+        loc, ip = loop.location, ir.InsertionPoint(loop)
         chosen, seen = [], set()
         for guard in guards_in(loop):
             for leaf in check_leaves(guard.operands[0]):
-                key = self.prover.terms.bool_term(leaf).sexpr()
-                if invariant(leaf) and key not in seen:
-                    seen.add(key)
-                    chosen.append(leaf)
-        return chosen
-
-    def _version(self, loop: ir.Operation, leaves: list[ir.Value]) -> None:
-        loc, ip = loop.location, ir.InsertionPoint(loop)
-        mapping: dict = {}
-        hoisted = [clone_slice(leaf, loop, mapping, ip) for leaf in leaves]
-        cond = conjunction(hoisted, ip, loc)
+                condition = conditions.find(leaf, guard)
+                if condition is not None and condition.term.sexpr() not in seen:
+                    seen.add(condition.term.sexpr())
+                    chosen.append(condition)
+        built = [(c, conditions.build(c, ip, loc, self.graveyard)) for c in chosen]
+        built = [(c, value) for c, value in built if value is not None]
+        if not built:
+            return False
+        cond = conjunction([value for _, value in built], ip, loc)
         version = make_guard(cond, [r.type for r in loop.results], loc, ip, with_else=True)
         for old, new in zip(loop.results, version.results):
             old.replace_all_uses_with(new)
@@ -222,7 +243,9 @@ class _Eliminator:
         yield_(list(copy.results), else_block, loc)
         self.restructured.update({loop, copy})
         self.created += 1 + len(guards_in(copy))
-        self.stats["loops-versioned"] += 1
+        ranged = any(c.ranged for c, _ in built)
+        self.stats["loops-range-versioned" if ranged else "loops-versioned"] += 1
+        return True
 
     def _try_split(self, loop: ir.Operation, guard: ir.Operation) -> bool:
         if self.stats["loops-split"] >= self.options.max_split or not self._eligible(loop):
@@ -269,29 +292,6 @@ class _Eliminator:
 
 
 # -- helpers -----------------------------------------------------------------------
-
-
-class _Invariance:
-    """Whether a value is the same on every iteration of `loop` and may be computed before it."""
-
-    def __init__(self, loop: ir.Operation):
-        self.loop = loop
-        self.memo: dict = {}
-
-    def __call__(self, value: ir.Value) -> bool:
-        if value not in self.memo:
-            self.memo[value] = self._compute(value)
-        return self.memo[value]
-
-    def _compute(self, value: ir.Value) -> bool:
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            holder = owner.owner
-            return not inside(as_op(holder), self.loop)
-        op = as_op(owner)
-        if not inside(op, self.loop):
-            return True
-        return hoistable(op) and all(self(v) for v in op.operands)
 
 
 def _guards_in_region(guard: ir.Operation, index: int) -> int:
@@ -356,6 +356,14 @@ def _mentions(expr, var) -> bool:
             seen.add(node.get_id())
             stack.extend(node.children())
     return False
+
+
+def _marked_unroll(loop: ir.Operation) -> bool:
+    """Whether the loop asks to be unrolled (`tile.unroll` other than `false`)."""
+    if "tile.unroll" not in loop.attributes:
+        return False
+    attr = loop.attributes["tile.unroll"]
+    return not (isinstance(attr, ir.BoolAttr) and not attr.value)
 
 
 def _constant_trips(loop: ir.Operation) -> int | None:
