@@ -147,12 +147,17 @@ def test_library_kernel_compiles_to_cuda_with_16_byte_loads(factory, kwargs):
 @pytest.mark.parametrize("factory, options, inputs", [
     (elementwise.add, {"dtype": "bfloat16"}, 2), (elementwise.cast, {"src": "bfloat16", "dst": "float8_e4m3"}, 1)])
 def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
-    """A block whose tile lies inside n runs straight-line 16-byte accesses: no bounds
-    check is left to make each guarded 16-bit load wait for the previous one."""
-    source = factory(**options).artifact.cuda_source()
-    start = source.index("if (bx < n / 2048) {")
-    whole_tile = source[start:source.index("} else {", start)]
-    assert "< n" not in whole_tile.split("\n", 1)[1]
+    """A thread whose chunks lie inside n runs straight-line 16-byte accesses: no bounds
+    check is left to make each guarded 16-bit load wait for the previous one. (eliminate-guards
+    range-versions each copy's loop on its last chunk; the versions' ifs merge into one.)"""
+    lines = factory(**options).artifact.cuda_source().splitlines()
+    branches = [i for i, line in enumerate(lines) if line.startswith("  if (")]  # in the body, outside loops
+    assert branches, "no bounds branch around the copies' loops"
+    start = branches[0]
+    middle = lines.index("  } else {", start)
+    end = lines.index("  }", middle)
+    whole_tile, partial = "\n".join(lines[start + 1:middle]), "\n".join(lines[middle + 1:end])
+    assert "< n" not in whole_tile and "< n" in partial
     assert whole_tile.count("*reinterpret_cast<const ") == inputs  # one vector load per input, in an unrolled loop
 
 
