@@ -63,13 +63,17 @@ float8_e5m2 = DType("float8_e5m2", "float", 8, "f8E5M2")
 int8 = DType("int8", "int", 8, "i8")
 uint8 = DType("uint8", "uint", 8, "i8")
 int16 = DType("int16", "int", 16, "i16")
+uint16 = DType("uint16", "uint", 16, "i16")
 int32 = DType("int32", "int", 32, "i32")
+uint32 = DType("uint32", "uint", 32, "i32")
 int64 = DType("int64", "int", 64, "i64")
+uint64 = DType("uint64", "uint", 64, "i64")
 bool = DType("bool", "bool", 1, "i1")  # noqa: A001 - `T.bool` is the public name
 
 DTYPES: dict[str, DType] = {
     d.name: d
-    for d in (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2, int8, uint8, int16, int32, int64, bool)
+    for d in (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2, int8, uint8, int16, uint16, int32, uint32,
+              int64, uint64, bool)
 }
 
 _ALIASES = {
@@ -80,6 +84,7 @@ _ALIASES = {
     "float8_e4m3fn": "float8_e4m3", "fp8_e4m3": "float8_e4m3", "e4m3": "float8_e4m3",
     "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
     "int": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+    "u16": "uint16", "u32": "uint32", "u64": "uint64",
 }
 
 _PYTHON_TYPES = {float: "float32", int: "int32", _PyBool: "bool"}

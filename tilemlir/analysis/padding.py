@@ -18,7 +18,8 @@ lowering agree (both call `padding_value`):
 - The value: the identity of the one kind fed (0 for sum, abssum, absmax;
   -inf for max, +inf for min), 0 when none or several kinds are fed. For an
   element type without infinities (f8E4M3FN) or an integer type, the
-  lowest / highest finite value stands for -inf / +inf.
+  lowest / highest finite value stands for -inf / +inf; an unsigned global
+  tensor's (`analysis.signedness`) are 0 and all ones.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from tilemlir.analysis.signedness import int_attr, int_range, is_unsigned
 from tilemlir.dialects.tile import memory_space
 from tilemlir.mlir import ir
 
@@ -46,7 +48,7 @@ def padding_value(op) -> float | int:
     read_type = _read_element_type(op)
     kinds = _fed_reduction_kinds(op)
     kind = kinds.pop() if len(kinds) == 1 else None
-    return identity(kind, read_type)
+    return identity(kind, read_type, is_unsigned(op.operands[0]))
 
 
 def padding_attr(op) -> ir.Attribute:
@@ -57,17 +59,18 @@ def padding_attr(op) -> ir.Attribute:
     if isinstance(read_type, ir.FloatType):
         with op.location:
             return ir.FloatAttr.get(read_type, float(value))
-    return ir.IntegerAttr.get(read_type, int(value))
+    return int_attr(read_type, int(value))
 
 
-def identity(kind: str | None, element_type: ir.Type) -> float | int:
-    """The identity of reduction `kind` (None: 0) in `element_type`."""
+def identity(kind: str | None, element_type: ir.Type, unsigned: bool = False) -> float | int:
+    """The identity of reduction `kind` (None: 0) in `element_type` (integers read as unsigned when
+    `unsigned`)."""
     if kind not in ("max", "min"):
         return 0.0 if isinstance(element_type, ir.FloatType) else 0
     lowest = kind == "max"
     if isinstance(element_type, ir.IntegerType):
-        width = element_type.width
-        return -(1 << (width - 1)) if lowest else (1 << (width - 1)) - 1
+        low, high = int_range(element_type.width, unsigned)
+        return low if lowest else high
     info = _finfo(element_type)
     if info is None or math.isinf(float(info.max) * 2):  # the type has infinities
         return -math.inf if lowest else math.inf

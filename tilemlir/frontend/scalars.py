@@ -11,6 +11,7 @@ from __future__ import annotations
 import math as pymath
 
 from tilemlir import language as T
+from tilemlir.analysis.signedness import int_attr
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import (
     FLOAT_MAX,
@@ -54,7 +55,7 @@ def constant(value, dtype: DType) -> Scalar:
         if dtype.kind == "bool":
             attr = ir.BoolAttr.get(bool(value))
         else:
-            attr = ir.IntegerAttr.get(type_, value)
+            attr = int_attr(type_, value)
     return Scalar(arith.ConstantOp(type_, attr).result, dtype, _expr(value))
 
 
@@ -308,7 +309,8 @@ def invert(a: Scalar) -> Scalar:
     """Bitwise `~` on integers."""
     if not is_integer(a.dtype):
         raise KernelError(f"'~' needs an integer operand, got {a.dtype}; use `not` for bools")
-    return Scalar(arith.XOrIOp(a.value, constant(-1, a.dtype).value).result, a.dtype)
+    all_ones = int_range(a.dtype)[1] if a.dtype.kind == "uint" else -1
+    return Scalar(arith.XOrIOp(a.value, constant(all_ones, a.dtype).value).result, a.dtype)
 
 
 def truth(value, what: str) -> Scalar:

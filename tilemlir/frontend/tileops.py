@@ -12,6 +12,7 @@ import ast
 from typing import Any
 
 from tilemlir import language as T
+from tilemlir.analysis.signedness import mark_unsigned
 from tilemlir.dialects import tile
 from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import is_dynamic
@@ -56,6 +57,7 @@ class TileOpsMixin:
         self.buffer_count += 1
         name = self.pending_name or f"buf{self.buffer_count}"
         op = build(shape, mlir_type(dtype), name)
+        mark_unsigned(op, dtype.kind == "uint")
         return Buffer(op.result, dtype, tuple(shape), space, name, node, op)
 
     def static_shape(self, shape: Any, node: ast.AST, what: str) -> list[int]:
@@ -303,7 +305,8 @@ class TileOpsMixin:
         if not self.widens(src.dtype, dst.dtype):
             raise KernelError(
                 f"dtype mismatch in {what}: '{src.name}' is {src.dtype} but dst '{dst.name}' is {dst.dtype}; the dst "
-                "must have the same type or a wider one of the same kind",
+                "must have the same type or a wider one of the same kind (an unsigned src may also go into a wider "
+                "signed dst)",
                 args.node_of("dst"),
             )
         tile.reduce(src.value, dst.value, _REDUCE_KINDS[name], dim, clear)
@@ -314,7 +317,9 @@ class TileOpsMixin:
             return True
         if src.is_float and dst.is_float:
             return dst.bits > src.bits
-        return scalars.is_integer(src) and scalars.is_integer(dst) and dst.bits > src.bits
+        if not (src.is_int and dst.is_int) or dst.bits <= src.bits:
+            return False
+        return src.kind == dst.kind or src.kind == "uint"  # every value of src fits in dst
 
     def intrinsic_gemm(self, node: ast.Call) -> None:
         self.require_tile_level("T.gemm")

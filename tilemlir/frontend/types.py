@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from tilemlir import language as T
+from tilemlir.frontend.source import KernelError
 from tilemlir.language import DType
 from tilemlir.mlir import ir
 
@@ -71,9 +72,22 @@ def promote(a: DType, b: DType) -> DType:
         return b if a.kind == "bool" else a
     if INDEX in (a, b):
         return INDEX
-    if a.bits != b.bits:
+    if a.kind == b.kind:
         return a if a.bits > b.bits else b
-    return a if a.kind == "int" else b
+    return _mixed_signedness(a, b)
+
+
+def _mixed_signedness(a: DType, b: DType) -> DType:
+    """A signed and an unsigned integer: the narrowest signed type holding both (as numpy does)."""
+    signed, unsigned = (a, b) if a.kind == "int" else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    if unsigned.bits == 64:
+        raise KernelError(
+            f"no integer type holds every {signed} and {unsigned} value: convert one side first, "
+            f"e.g. T.cast(x, T.int64) or T.cast(x, T.uint64)"
+        )
+    return T.DTYPES[f"int{unsigned.bits * 2}"]
 
 
 def default_dtype(value) -> DType:

@@ -49,6 +49,7 @@ import math
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
+from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.dialects import tile
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
 from tilemlir.mlir import ir
@@ -114,12 +115,15 @@ class _KernelLowering:
         self.names.add(name)
         return name
 
-    def alloc(self, space: str, shape, element_type, base: str, loc, layout: TiledLayout | None = None) -> ir.Value:
+    def alloc(self, space: str, shape, element_type, base: str, loc, layout: TiledLayout | None = None,
+              unsigned: bool = False) -> ir.Value:
+        """A new buffer at the top of the kernel; `unsigned`: it holds an unsigned buffer's values."""
         make = {SHARED: tile.alloc_shared, FRAGMENT: tile.alloc_fragment, LOCAL: tile.alloc_local}[space]
         op = make(list(shape), element_type, self.fresh_name(base), loc=loc,
                   ip=ir.InsertionPoint.at_block_begin(self.block))
         if layout is not None:
             lir.set_layout(op, layout)
+        mark_unsigned(op, unsigned)
         return op.results[0]
 
     def layout_of(self, value: ir.Value) -> TiledLayout:
@@ -163,7 +167,7 @@ class _KernelLowering:
         if s_space == FRAGMENT and d_space in (FRAGMENT, LOCAL) and not self._same_fragment_frame(src, dst, src_off,
                                                                                                dst_off, box):
             staged = self.alloc(SHARED, box, src.type.element_type, f"{lir.name_of(lir.defining_op(src))}_stage",
-                                b.loc)
+                                b.loc, unsigned=is_unsigned(src))
             zeros = [b.index(0)] * len(box)
             self.copy(b, src, staged, src_off, zeros, box)
             self.copy(b, staged, dst, zeros, dst_off, box, combine=combine)
@@ -214,10 +218,10 @@ class _KernelLowering:
         value = b.load(src, self._side_index(b, box_point, box, src, src_off))
         if pad is not None:
             lir.defining_op(value).attributes[PAD_ATTR] = pad
-        value = b.convert(value, dst.type.element_type)
+        value = b.convert(value, dst.type.element_type, is_unsigned(src), is_unsigned(dst))
         dst_index = self._side_index(b, box_point, box, dst, dst_off)
         if combine is not None:
-            value = b.combine(combine, b.load(dst, dst_index), value)
+            value = b.combine(combine, b.load(dst, dst_index), value, is_unsigned(dst))
         b.store(value, dst, dst_index)
 
     @staticmethod
@@ -262,16 +266,16 @@ class _KernelLowering:
         self._serial_line(inner, src, dst, kind, dim, clear, p)
 
     def _serial_line(self, b: Builder, src, dst, kind, dim, clear, point) -> None:
-        element = dst.type.element_type
-        start = b.load(dst, point) if not clear else b.const(identity(kind, element), element)
+        element, unsigned = dst.type.element_type, is_unsigned(dst)
+        start = b.load(dst, point) if not clear else b.const(identity(kind, element, unsigned), element)
         outer = list(point) if src.type.rank > 1 else []
         with b.loop(src.type.shape[dim], unroll=memory_space(src.type) == LOCAL, iter_args=[start]) as (
             inner, k, (acc,), loop
         ):
-            value = inner.convert(inner.load(src, [*outer[:dim], k, *outer[dim:]]), element)
+            value = inner.convert(inner.load(src, [*outer[:dim], k, *outer[dim:]]), element, is_unsigned(src), unsigned)
             if kind.startswith("abs"):
-                value = inner.absolute(value)
-            inner.yield_([inner.combine(kind, acc, value)])
+                value = inner.absolute(value, unsigned)
+            inner.yield_([inner.combine(kind, acc, value, unsigned)])
         b.store(loop.results[0], dst, point)
 
     # ----------------------------------------------------------- atomic add
@@ -303,6 +307,7 @@ class _FragmentReduction:
         projected = self.src_layout.project(keep)
         self.layout = projected.with_shape(_shape(dst)) if keep else lir.unsqueeze(projected, _shape(dst))
         self.element = dst.type.element_type
+        self.unsigned = is_unsigned(dst)
         reduced = {d.thread for d in self.src_layout.digits if d.dim == dim and d.is_thread}
         self.lanes, self.warps = _split_at_warp(
             [(d.thread, d.size) for d in self.layout.digits if d.dim is None and d.thread in reduced], self.WARP)
@@ -315,7 +320,8 @@ class _FragmentReduction:
             self.work, clear = self.dst, self.clear
         else:
             base = f"{lir.name_of(lir.defining_op(self.dst))}_partial"
-            self.work = self.low.alloc(FRAGMENT, _shape(self.dst), self.element, base, self.b.loc, self.layout)
+            self.work = self.low.alloc(FRAGMENT, _shape(self.dst), self.element, base, self.b.loc, self.layout,
+                                       self.unsigned)
             clear = True
         self.work_layout = self.low.layout_of(self.work)
         self._init(clear)
@@ -334,7 +340,7 @@ class _FragmentReduction:
 
     def _init(self, clear: bool) -> None:
         inner, p = self.low.parallel(self.b, _shape(self.work), self.work_layout, CONVERGENT_ATTR)
-        value = inner.const(identity(self.kind, self.element), self.element)
+        value = inner.const(identity(self.kind, self.element, self.unsigned), self.element)
         if not clear:
             lead = inner.and_([inner.cmp("eq", self._tid_digit(inner, c, z), 0) for c, z in self.lanes + self.warps])
             if lead is not None:
@@ -345,25 +351,29 @@ class _FragmentReduction:
 
     def _partials(self) -> None:
         inner, p = self.low.parallel(self.b, _shape(self.src), self.src_layout, ACCUMULATE_ATTR)
-        value = inner.convert(inner.load(self.src, p), self.element)
+        value = inner.convert(inner.load(self.src, p), self.element, is_unsigned(self.src), self.unsigned)
         if self.kind.startswith("abs"):
-            value = inner.absolute(value)
+            value = inner.absolute(value, self.unsigned)
         target = [p[k] for k in range(len(p)) if k != self.dim] or [inner.index(0)]
-        inner.store(inner.combine(self.kind, inner.load(self.work, target), value), self.work, target)
+        inner.store(self.combine(inner, inner.load(self.work, target), value), self.work, target)
+
+    def combine(self, b: Builder, a: ir.Value, c: ir.Value) -> ir.Value:
+        return b.combine(self.kind, a, c, self.unsigned)
 
     def _shuffle(self) -> None:
         inner, p = self.low.parallel(self.b, _shape(self.work), self.work_layout, CONVERGENT_ATTR)
         value = inner.load(self.work, p)
         offsets = sorted((c << bit for c, z in self.lanes for bit in range(z.bit_length() - 1)), reverse=True)
         for offset in offsets:
-            value = inner.combine(self.kind, value, inner.shuffle_xor(value, offset, self.WARP))
+            value = self.combine(inner, value, inner.shuffle_xor(value, offset, self.WARP))
         inner.store(value, self.work, p)
 
     def _exchange(self) -> None:
         shape = _shape(self.work)
         slots = math.prod(z for _, z in self.warps)
         base = f"{lir.name_of(lir.defining_op(self.dst))}_red"
-        red = self.low.alloc(SHARED, [math.prod(shape), slots], self.element, base, self.b.loc)
+        red = self.low.alloc(SHARED, [math.prod(shape), slots], self.element, base, self.b.loc,
+                             unsigned=self.unsigned)
         inner, p = self.low.parallel(self.b, shape, self.work_layout, ALL_REPLICAS_ATTR)
         writer = inner.and_([inner.cmp("eq", self._tid_digit(inner, c, z), 0) for c, z in self.lanes + self.copies])
         slot, stride = inner.index(0), 1
@@ -378,9 +388,9 @@ class _FragmentReduction:
                 write.store(write.load(self.work, p), red, [row, slot])
         inner, p = self.low.parallel(self.b, shape, self.work_layout)
         row = flat_index(inner, p, shape)
-        start = inner.const(identity(self.kind, self.element), self.element)
+        start = inner.const(identity(self.kind, self.element, self.unsigned), self.element)
         with inner.loop(slots, iter_args=[start]) as (body, w, (acc,), loop):
-            body.yield_([body.combine(self.kind, acc, body.load(red, [row, w]))])
+            body.yield_([self.combine(body, acc, body.load(red, [row, w]))])
         inner.store(loop.results[0], self.work, p)
 
 

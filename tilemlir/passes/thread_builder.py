@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 
 from tilemlir.analysis.layout_ir import constant_int, operation
+from tilemlir.analysis.signedness import conversion_op, int_attr, int_combine_op
 from tilemlir.mlir import ir
 
 UNROLL_ATTR = "tile.unroll"
@@ -53,7 +54,7 @@ class Builder:
         key = (str(type_), repr(value))
         if key not in self.pool:
             if isinstance(type_, (ir.IndexType, ir.IntegerType)):
-                attr = ir.IntegerAttr.get(type_, int(value))
+                attr = int_attr(type_, int(value))
             else:
                 with self.loc:
                     attr = ir.FloatAttr.get(type_, float(value))
@@ -201,38 +202,28 @@ class Builder:
 
     # ------------------------------------------------------------ elements
 
-    def convert(self, value: ir.Value, to: ir.Type) -> ir.Value:
-        """Numeric conversion as Python would write it (float<->float, int<->float, int<->int, signed)."""
-        src = value.type
-        if src == to:
+    def convert(self, value: ir.Value, to: ir.Type, src_unsigned: bool = False, dst_unsigned: bool = False) -> ir.Value:
+        """Numeric conversion as a copy does it (`signedness.conversion_op`): the flags say which side's
+        integers are unsigned."""
+        if value.type == to:
             return value
-        src_float, to_float = isinstance(src, ir.FloatType), isinstance(to, ir.FloatType)
-        if src_float and to_float:
-            name = "arith.extf" if src.width < to.width else "arith.truncf"
-        elif src_float:
-            name = "arith.fptosi"
-        elif to_float:
-            name = "arith.sitofp" if src.width > 1 else "arith.uitofp"
-        elif src.width < to.width:
-            name = "arith.extsi" if src.width > 1 else "arith.extui"
-        else:
-            name = "arith.trunci"
-        return self.op(name, [value], [to]).result
+        return self.op(conversion_op(value.type, to, src_unsigned, dst_unsigned), [value], [to]).result
 
-    def absolute(self, value: ir.Value) -> ir.Value:
+    def absolute(self, value: ir.Value, unsigned: bool = False) -> ir.Value:
+        """|value|; an unsigned integer is its own absolute value."""
+        if unsigned and isinstance(value.type, ir.IntegerType):
+            return value
         name = "math.absf" if isinstance(value.type, ir.FloatType) else "math.absi"
         return self.op(name, [value], [value.type]).result
 
-    def combine(self, kind: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        """a (+) b for a reduction kind (abs kinds combine partial results: sum or max)."""
-        is_float = isinstance(a.type, ir.FloatType)
-        name = {
-            "sum": "arith.addf" if is_float else "arith.addi",
-            "abssum": "arith.addf" if is_float else "arith.addi",
-            "max": "arith.maximumf" if is_float else "arith.maxsi",
-            "absmax": "arith.maximumf" if is_float else "arith.maxsi",
-            "min": "arith.minimumf" if is_float else "arith.minsi",
-        }[kind]
+    def combine(self, kind: str, a: ir.Value, b: ir.Value, unsigned: bool = False) -> ir.Value:
+        """a (+) b for a reduction kind (abs kinds combine partial results: sum or max); `unsigned`
+        compares integers as unsigned."""
+        if isinstance(a.type, ir.FloatType):
+            name = {"sum": "arith.addf", "abssum": "arith.addf", "max": "arith.maximumf",
+                    "absmax": "arith.maximumf", "min": "arith.minimumf"}[kind]
+        else:
+            name = int_combine_op(kind, unsigned)
         return self.op(name, [a, b], [a.type]).result
 
     def select(self, condition: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:

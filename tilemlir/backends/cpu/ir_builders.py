@@ -8,6 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
+from tilemlir.analysis.signedness import conversion_op, int_attr
 from tilemlir.mlir import arith, ir, memref, scf
 
 CMPI = arith.CmpIPredicate
@@ -30,11 +31,7 @@ def constant(type_: ir.Type, value: int | float) -> ir.Value:
 def _scalar_attr(type_: ir.Type, value: int | float) -> ir.Attribute:
     if isinstance(type_, ir.FloatType):
         return ir.FloatAttr.get(type_, float(value))
-    if isinstance(type_, ir.IntegerType) and type_.width > 1:
-        value = int(value) & ((1 << type_.width) - 1)
-        if value >= 1 << (type_.width - 1):
-            value -= 1 << type_.width  # IntegerAttr wants the signed reading of the bits
-    return ir.IntegerAttr.get(type_, int(value))
+    return int_attr(type_, int(value))
 
 
 def element_type(type_: ir.Type) -> ir.Type:
@@ -138,26 +135,19 @@ def in_bounds(ref: ir.Value, indices: Sequence[ir.Value]) -> ir.Value:
     return all_true([index_in_range(i, memref_dim(ref, d)) for d, i in enumerate(indices)])
 
 
-def convert(value: ir.Value, to: ir.Type) -> ir.Value:
-    """Convert a scalar between element types the way a copy does: floats round to
-    nearest even, float -> int truncates toward zero, ints are signed (i1 unsigned)."""
+def convert(value: ir.Value, to: ir.Type, src_unsigned: bool = False, dst_unsigned: bool = False) -> ir.Value:
+    """Convert a scalar between element types the way a copy does (`signedness.conversion_op`:
+    floats round to nearest even, float -> int truncates toward zero); the flags say which
+    side's integers are unsigned (i1 always is)."""
     src = value.type
     if src == to:
         return value
-    if is_float(src) and is_float(to):
-        if bitwidth(to) == bitwidth(src):  # f16 <-> bf16: through f32, which holds both exactly
-            value = arith.extf(with_element_type(src, ir.F32Type.get()), value)
-            return arith.truncf(to, value)
-        return arith.extf(to, value) if bitwidth(to) > bitwidth(src) else arith.truncf(to, value)
-    if is_int(src) and is_float(to):
-        return arith.uitofp(to, value) if bitwidth(src) == 1 else arith.sitofp(to, value)
-    if is_float(src) and is_int(to):
-        return arith.fptosi(to, value)
-    if is_int(src) and is_int(to):
-        if bitwidth(to) > bitwidth(src):
-            return arith.extui(to, value) if bitwidth(src) == 1 else arith.extsi(to, value)
-        return arith.trunci(to, value)
-    raise TypeError(f"cannot convert {src} to {to}")
+    if is_float(src) and is_float(to) and bitwidth(to) == bitwidth(src):
+        # f16 <-> bf16: through f32, which holds both exactly
+        value = arith.extf(with_element_type(src, ir.F32Type.get()), value)
+        return arith.truncf(to, value)
+    name = conversion_op(element_type(src), element_type(to), src_unsigned, dst_unsigned)
+    return ir.Operation.create(name, results=[to], operands=[value]).result
 
 
 def inline_into_loop_nest(op: ir.Operation, uppers: Sequence[ir.Value], lowers: Sequence[ir.Value] | None = None,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from tilemlir.analysis.padding import PAD_ATTR
+from tilemlir.analysis.padding import PAD_ATTR, identity
+from tilemlir.analysis.signedness import int_combine_op, is_unsigned
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.dialects.tile import memory_space
 from tilemlir.mlir import arith, ir
@@ -76,7 +77,8 @@ def lower_copy(op: ir.Operation) -> None:
     loc, ip = _built_at(op)
     with loc, ip, b.loop_nest(box) as ivs:
         value = read(op, src, _side_indices(src_offsets, ivs))
-        write(b.convert(value, dst.type.element_type), dst, _side_indices(dst_offsets, ivs))
+        value = b.convert(value, dst.type.element_type, is_unsigned(src), is_unsigned(dst))
+        write(value, dst, _side_indices(dst_offsets, ivs))
     op.erase()
 
 
@@ -94,26 +96,24 @@ def lower_fill(op: ir.Operation) -> None:
     op.erase()
 
 
-def reduce_identity(kind: str, element: ir.Type) -> ir.Value:
-    if kind in ("sum", "abssum", "absmax"):
-        return b.constant(element, 0)
-    lowest = kind == "max"
-    if isinstance(element, ir.IntegerType):
-        bound = 1 << (element.width - 1)
-        return b.constant(element, -bound if lowest else bound - 1)
-    return b.constant(element, -math.inf if lowest else math.inf)
+def reduce_identity(kind: str, element: ir.Type, unsigned: bool = False) -> ir.Value:
+    """The start value of reduction `kind` (infinities for float max/min, unlike padding's finite stand-ins)."""
+    if isinstance(element, ir.FloatType) and kind in ("max", "min"):
+        return b.constant(element, -math.inf if kind == "max" else math.inf)
+    return b.constant(element, identity(kind, element, unsigned))
 
 
-def reduce_combine(kind: str, acc: ir.Value, value: ir.Value) -> ir.Value:
-    """acc (+) f(value) for reduction `kind`; floats max/min ignore NaN like CUDA's fmaxf/fminf."""
+def reduce_combine(kind: str, acc: ir.Value, value: ir.Value, unsigned: bool = False) -> ir.Value:
+    """acc (+) f(value) for reduction `kind`; floats max/min ignore NaN like CUDA's fmaxf/fminf;
+    `unsigned` integers compare as unsigned and are their own absolute value."""
     floating = b.is_float(acc.type)
-    if kind.startswith("abs"):
+    if kind.startswith("abs") and (floating or not unsigned):
         value = math_dialect.absf(value) if floating else math_dialect.absi(value)
+    if not floating:
+        return ir.Operation.create(int_combine_op(kind, unsigned), results=[acc.type], operands=[acc, value]).result
     if kind in ("sum", "abssum"):
-        return arith.addf(acc, value) if floating else arith.addi(acc, value)
-    if kind in ("max", "absmax"):
-        return arith.maxnumf(acc, value) if floating else arith.maxsi(acc, value)
-    return arith.minnumf(acc, value) if floating else arith.minsi(acc, value)
+        return arith.addf(acc, value)
+    return arith.maxnumf(acc, value) if kind in ("max", "absmax") else arith.minnumf(acc, value)
 
 
 def lower_reduce(op: ir.Operation) -> None:
@@ -121,17 +121,17 @@ def lower_reduce(op: ir.Operation) -> None:
     kind = ir.StringAttr(op.attributes["kind"]).value
     dim = ir.IntegerAttr(op.attributes["dim"]).value
     clear = ir.BoolAttr(op.attributes["clear"]).value
-    acc_type = dst.type.element_type
+    acc_type, unsigned = dst.type.element_type, is_unsigned(dst)
     kept = [s for d, s in enumerate(src.type.shape) if d != dim]
     loc, ip = _built_at(op)
     with loc, ip, b.loop_nest(kept) as out_ivs:
         dst_indices = out_ivs if out_ivs else [b.index(0)]
-        init = reduce_identity(kind, acc_type) if clear else memref.load(dst, dst_indices)
+        init = reduce_identity(kind, acc_type, unsigned) if clear else memref.load(dst, dst_indices)
         loop = scf.ForOp(b.index(0), b.index(src.type.shape[dim]), b.index(1), [init])
         with ir.InsertionPoint(loop.body):
             src_indices = out_ivs[:dim] + [loop.induction_variable] + out_ivs[dim:]
-            value = b.convert(memref.load(src, src_indices), acc_type)
-            scf.YieldOp([reduce_combine(kind, loop.inner_iter_args[0], value)])
+            value = b.convert(memref.load(src, src_indices), acc_type, is_unsigned(src), unsigned)
+            scf.YieldOp([reduce_combine(kind, loop.inner_iter_args[0], value, unsigned)])
         memref.store(loop.results[0], dst, dst_indices)
     op.erase()
 
@@ -147,9 +147,10 @@ def lower_gemm(op: ir.Operation) -> None:
     floating = b.is_float(acc_type)
     loc, ip = _built_at(op)
     with loc, ip, b.loop_nest([m_extent, k_extent]) as (m, k):
-        a_value = b.convert(memref.load(a, [k, m] if trans_a else [m, k]), acc_type)
+        a_value = b.convert(memref.load(a, [k, m] if trans_a else [m, k]), acc_type, is_unsigned(a), is_unsigned(c))
         with b.loop_nest([n_extent]) as (n,):
-            b_value = b.convert(memref.load(bm, [n, k] if trans_b else [k, n]), acc_type)
+            b_value = b.convert(memref.load(bm, [n, k] if trans_b else [k, n]), acc_type, is_unsigned(bm),
+                                is_unsigned(c))
             old = memref.load(c, [m, n])
             product = arith.mulf(a_value, b_value) if floating else arith.muli(a_value, b_value)
             memref.store(arith.addf(old, product) if floating else arith.addi(old, product), c, [m, n])

@@ -1,0 +1,416 @@
+"""Unsigned integers (uint8/16/32/64) end to end: values whose top bit is set must never be read as negative.
+
+MLIR integers are signless (uint8 and int8 are both `i8`), so every place that
+converts, compares, divides, shifts, widens or reduces an integer must know
+the language dtype. Kernels run on the CPU backend at tile level (the
+reference loops) and thread level (the GPU lowering, simulated); what only
+the CUDA text shows (C conversions of `unsigned char`, shuffles of narrow
+integers, the signature's dtypes) is checked in the emitted source, which is
+then compiled with NVRTC.
+"""
+
+import numpy as np
+import pytest
+
+import tilemlir
+import tilemlir.language as T
+from tilemlir.errors import CompileError
+
+LEVELS = ("tile", "thread")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+
+
+def cpu(fn, level):
+    return tilemlir.compile(fn, target="cpu", level=level)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
+
+
+def top_half(rng, dtype, shape):
+    """Values with the top bit set: read as signed they would all be negative."""
+    info = np.iinfo(dtype)
+    return rng.integers(info.max // 2 + 1, info.max, shape, dtype=dtype, endpoint=True)
+
+
+def rows_by_range(rng, dtype, n):
+    """Four rows: all below the top bit, all above it, mixed, and the full range including 0 and max."""
+    info = np.iinfo(dtype)
+    half = info.max // 2 + 1
+    rows = [rng.integers(1, half - 1, n, dtype=dtype), rng.integers(half + 1, info.max - 1, n, dtype=dtype, endpoint=True),
+            rng.integers(half - 3, half + 3, n, dtype=dtype), rng.integers(0, info.max, n, dtype=dtype, endpoint=True)]
+    rows[3][[0, -1]] = [0, info.max]
+    return np.stack(rows)
+
+
+# -- copies: conversions to float, widening, and back -------------------------------------------------------------
+
+
+def to_float_kernel(dtype, block=1024):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1, 2])
+    def to_float(X: T.Tensor((4, N), dtype), Y: T.Tensor((4, N), T.float32), S: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4, block), T.float32)
+            s = T.alloc_fragment((4,), T.float32)
+            T.copy(X[0, 0], x)
+            T.reduce_sum(x, s, dim=1)
+            T.copy(x, Y[0, 0])
+            T.copy(s, S)
+
+    return to_float
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_copy_to_float_and_sum(dtype, level, rng):
+    x = top_half(rng, dtype, (4, 1000))
+    y, s = cpu(to_float_kernel(dtype), level)(x)
+    assert np.array_equal(y, x.astype(np.float32)), (x[y != x.astype(np.float32)][:4], y[y != x.astype(np.float32)][:4])
+    want = x.astype(np.float64).sum(1)
+    assert np.max(np.abs(s - want) / want) < 1e-4, (s, want)  # float32 sums of 1000 terms
+
+
+def roundtrip_kernel(dtype, block=1024):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1, 2])
+    def roundtrip(X: T.Tensor((N,), dtype), Y: T.Tensor((N,), dtype), Z: T.Tensor((N,), dtype)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((block,), T.float64)
+            z = T.alloc_fragment((block,), dtype)
+            T.copy(X[0], x)
+            for i in T.Parallel(block):
+                x[i] = x[i] + 0.25  # float -> unsigned truncates toward zero: back to the integer
+                z[i] = T.cast(x[i], dtype)
+            T.copy(x, Y[0])
+            T.copy(z, Z[0])
+
+    return roundtrip
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32"])
+def test_float_roundtrip(dtype, level, rng):
+    x = top_half(rng, dtype, 1000)
+    y, z = cpu(roundtrip_kernel(dtype), level)(x)
+    assert np.array_equal(y, x) and np.array_equal(z, x), (x[:4], y[:4], z[:4])
+
+
+def widen_kernel(src, dst, block=1024):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1, 2])
+    def widen(X: T.Tensor((N,), src), Y: T.Tensor((N,), dst), S: T.Tensor((1,), dst)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((block,), dst)
+            s = T.alloc_fragment((1,), dst)
+            T.copy(X[0], x)
+            T.reduce_sum(x, s)
+            T.copy(x, Y[0])
+            T.copy(s, S)
+
+    return widen
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("src, dst", [("uint8", "int32"), ("uint16", "uint32"), ("uint32", "int64"),
+                                      ("uint8", "uint64")])
+def test_widening_copy_zero_extends(src, dst, level, rng):
+    x = top_half(rng, src, 1000)
+    y, s = cpu(widen_kernel(src, dst), level)(x)
+    assert np.array_equal(y, x.astype(dst)), (x[:4], y[:4])
+    assert s[0] == x.astype(np.int64).sum()
+
+
+def reduce_widening_kernel(src, dst, N=1000):
+    @tilemlir.jit(out_idx=[1, 2])
+    def reduce_widening(X: T.Tensor((4, N), src), S: T.Tensor((4,), dst), M: T.Tensor((4,), dst)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4, N), src)
+            y = T.alloc_fragment((4, N), src)
+            s = T.alloc_fragment((4,), dst)
+            m = T.alloc_fragment((4,), dst)
+            T.copy(X, x)
+            T.copy(X, y)
+            T.reduce_sum(x, s, dim=1)
+            T.reduce_max(y, m, dim=1)
+            T.copy(s, S)
+            T.copy(m, M)
+
+    return reduce_widening
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("src, dst", [("uint8", "uint32"), ("uint16", "uint64"), ("uint8", "int32")])
+def test_reduce_into_a_wider_type_zero_extends(src, dst, level, rng):
+    x = rows_by_range(rng, src, 1000)
+    s, m = cpu(reduce_widening_kernel(src, dst), level)(x)
+    assert s.tolist() == x.astype(np.int64).sum(1).tolist()
+    assert m.tolist() == x.max(1).tolist()
+
+
+# -- reductions: comparisons, identities and padding --------------------------------------------------------------
+
+
+def extremes_kernel(dtype, block=1024):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1, 2, 3, 4])
+    def extremes(X: T.Tensor((4, N), dtype), Mx: T.Tensor((4,), dtype), Mn: T.Tensor((4,), dtype),
+                 Amx: T.Tensor((4,), dtype), Asum: T.Tensor((4,), T.uint64)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((4, block), dtype)  # one fragment per reduction kind: padding is its identity
+            b = T.alloc_fragment((4, block), dtype)
+            c = T.alloc_fragment((4, block), dtype)
+            d = T.alloc_fragment((4, block), T.uint64)
+            mx = T.alloc_fragment((4,), dtype)
+            mn = T.alloc_fragment((4,), dtype)
+            amx = T.alloc_fragment((4,), dtype)
+            asum = T.alloc_fragment((4,), T.uint64)
+            T.copy(X[0, 0], a)
+            T.copy(X[0, 0], b)
+            T.copy(X[0, 0], c)
+            T.copy(X[0, 0], d)
+            T.reduce_max(a, mx, dim=1)
+            T.reduce_min(b, mn, dim=1)
+            T.reduce_absmax(c, amx, dim=1)
+            T.reduce_abssum(d, asum, dim=1)
+            T.copy(mx, Mx)
+            T.copy(mn, Mn)
+            T.copy(amx, Amx)
+            T.copy(asum, Asum)
+
+    return extremes
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_max_min_and_abs_reductions_with_padding(dtype, level, rng):
+    """1000 columns in 1024-wide fragments: 24 padding columns per row, which must not win."""
+    x = rows_by_range(rng, dtype, 1000)
+    mx, mn, amx, asum = cpu(extremes_kernel(dtype), level)(x)
+    assert mx.tolist() == x.max(1).tolist()
+    assert mn.tolist() == x.min(1).tolist()
+    assert amx.tolist() == x.max(1).tolist()
+    want = [sum(int(v) for v in row) % 2**64 for row in x]
+    assert asum.tolist() == want
+
+
+def serial_reduce_kernel(dtype, N=64):
+    @tilemlir.jit(out_idx=[1, 2])
+    def serial_reduce(X: T.Tensor((4, N), dtype), Mx: T.Tensor((4,), dtype), Mn: T.Tensor((4,), dtype)):
+        with T.Kernel(1, threads=32):
+            x = T.alloc_shared((4, N), dtype)
+            mx = T.alloc_fragment((4,), dtype)
+            mn = T.alloc_fragment((4,), dtype)
+            T.copy(X, x)
+            T.reduce_max(x, mx, dim=1)
+            T.reduce_min(x, mn, dim=1)
+            T.copy(mx, Mx)
+            T.copy(mn, Mn)
+
+    return serial_reduce
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", ["uint16", "uint64"])
+def test_reductions_of_shared_buffers(dtype, level, rng):
+    x = rows_by_range(rng, dtype, 64)
+    mx, mn = cpu(serial_reduce_kernel(dtype), level)(x)
+    assert mx.tolist() == x.max(1).tolist() and mn.tolist() == x.min(1).tolist()
+
+
+# -- element code: comparisons, division, shifts, min/max, scalars, constants -------------------------------------
+
+
+def element_kernel(dtype, block=128):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=list(range(2, 9)))
+    def element_ops(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), Lt: T.Tensor((N,), T.int32),
+                    Mx: T.Tensor((N,), dtype), Q: T.Tensor((N,), dtype), R: T.Tensor((N,), dtype),
+                    Sh: T.Tensor((N,), dtype), F: T.Tensor((N,), T.float64), Inv: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                a = A[n]
+                b = B[n]
+                Lt[n] = T.cast(a < b, T.int32) + 2 * T.cast(a >= b, T.int32)
+                Mx[n] = T.max(a, b) - T.min(a, b)
+                Q[n] = a // (b | 1)
+                R[n] = a % (b | 1)
+                Sh[n] = a >> 3
+                F[n] = T.cast(a, T.float64)
+                Inv[n] = ~a
+
+    return element_ops
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_element_code(dtype, level, rng):
+    n = 300
+    a = rows_by_range(rng, dtype, n).reshape(-1)[rng.permutation(4 * n)][:n]
+    b = rows_by_range(rng, dtype, n).reshape(-1)[rng.permutation(4 * n)][:n]
+    lt, mx, q, r, sh, f, inv = cpu(element_kernel(dtype), level)(a, b)
+    ai, bi = [int(v) for v in a], [int(v) for v in b]
+    assert lt.tolist() == [1 if x < y else 2 for x, y in zip(ai, bi)]
+    assert mx.tolist() == [abs(x - y) for x, y in zip(ai, bi)]
+    assert q.tolist() == [x // (y | 1) for x, y in zip(ai, bi)]
+    assert r.tolist() == [x % (y | 1) for x, y in zip(ai, bi)]
+    assert sh.tolist() == [x >> 3 for x in ai]
+    assert f.tolist() == [float(x) for x in ai]
+    assert inv.tolist() == [(~x) % 2 ** np.iinfo(dtype).bits for x in ai]
+
+
+def scalar_kernel(dtype, block=128):
+    N = T.symbolic("N")
+    dtype = T.dtype(dtype)
+
+    @tilemlir.jit(out_idx=[2, 3, 4])
+    def with_scalar(X: T.Tensor((N,), dtype), s: dtype, F: T.Tensor((N,), T.float64), Gt: T.Tensor((N,), T.int32),
+                    Y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                F[n] = T.cast(s, T.float64) + T.cast(X[n], T.float64)
+                Gt[n] = T.cast(X[n] > s, T.int32)
+                Y[n] = X[n] // s
+
+    return with_scalar
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_scalar_parameter_above_the_signed_range(dtype, level, rng):
+    s = int(np.iinfo(dtype).max) - 5
+    x = rows_by_range(rng, dtype, 50).reshape(-1)
+    f, gt, y = cpu(scalar_kernel(dtype), level)(x, s)
+    xi = [int(v) for v in x]
+    assert f.tolist() == [float(np.float64(s) + np.float64(v)) for v in xi]
+    assert gt.tolist() == [int(v > s) for v in xi]
+    assert y.tolist() == [v // s for v in xi]
+
+
+def constant_kernel(block=128):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[2, 3, 4])
+    def big_constants(X: T.Tensor((N,), T.uint64), B: T.Tensor((N,), T.uint8), Y: T.Tensor((N,), T.uint64),
+                      Z: T.Tensor((N,), T.uint8), Gt: T.Tensor((N,), T.int32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                Y[n] = X[n] ^ 0x8000000000000001
+                Z[n] = B[n] + 200
+                Gt[n] = T.cast(X[n] > 0x8000000000000000, T.int32)
+
+    return big_constants
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_constants_above_the_signed_range(level, rng):
+    x = rows_by_range(rng, "uint64", 40).reshape(-1)
+    b = rows_by_range(rng, "uint8", 40).reshape(-1)
+    y, z, gt = cpu(constant_kernel(), level)(x, b)
+    assert y.tolist() == [int(v) ^ 0x8000000000000001 for v in x]
+    assert z.tolist() == [(int(v) + 200) % 256 for v in b]
+    assert gt.tolist() == [int(int(v) > 2**63) for v in x]
+
+
+# -- mixed signed and unsigned operands: numpy's promotion, or a located error -----------------------------------
+
+
+def mixed_kernel(block=64):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[4, 5, 6, 7])
+    def mixed(U8: T.Tensor((N,), T.uint8), I8: T.Tensor((N,), T.int8), U32: T.Tensor((N,), T.uint32),
+              I32: T.Tensor((N,), T.int32), Sum16: T.Tensor((N,), T.int16), Lt: T.Tensor((N,), T.int32),
+              Diff64: T.Tensor((N,), T.int64), Max32: T.Tensor((N,), T.int32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                Sum16[n] = U8[n] + I8[n]  # int16: 255 + 127 and 0 - 128 both fit
+                Lt[n] = T.cast(I32[n] < U32[n], T.int32)  # compared in int64
+                Diff64[n] = U32[n] - I32[n]
+                Max32[n] = T.max(U8[n], I8[n]) * 1  # int16, stored into int32
+
+    return mixed
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_mixed_signedness_promotes_like_numpy(level, rng):
+    n = 200
+    u8, i8 = rows_by_range(rng, "uint8", n // 4).reshape(-1), rng.integers(-128, 127, n, dtype=np.int8, endpoint=True)
+    u32, i32 = rows_by_range(rng, "uint32", n // 4).reshape(-1), rng.integers(-2**31, 2**31, n, dtype=np.int32)
+    s16, lt, d64, m32 = cpu(mixed_kernel(), level)(u8, i8, u32, i32)
+    assert np.array_equal(s16, u8 + i8) and (u8 + i8).dtype == np.int16
+    assert lt.tolist() == [int(int(a) < int(b)) for a, b in zip(i32, u32)]
+    assert np.array_equal(d64, u32 - i32) and (u32 - i32).dtype == np.int64
+    assert m32.tolist() == [max(int(a), int(b)) for a, b in zip(u8, i8)]
+
+
+def located_error(fn, line_text):
+    """Compile `fn` and return its CompileError, checking it points at the source line holding `line_text`."""
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(fn, target="cpu")
+    message = str(info.value)
+    assert f"{__file__}:" in message and line_text in message, message
+    return message
+
+
+def test_uint64_with_a_signed_integer_is_a_located_error():
+    @T.prim_func
+    def k(A: T.Tensor((64,), T.uint64), B: T.Tensor((64,), T.int64), C: T.Tensor((64,), T.int64)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                C[i] = A[i] + B[i]
+
+    message = located_error(k, "C[i] = A[i] + B[i]")
+    assert "no integer type holds every int64 and uint64 value" in message and "T.cast" in message
+
+
+def test_negative_literal_with_an_unsigned_value_is_a_located_error():
+    @T.prim_func
+    def k(A: T.Tensor((64,), T.uint16), C: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                C[i] = T.cast(A[i] > -1, T.int32)
+
+    assert "the constant -1 does not fit in uint16 (range 0..65535)" in located_error(k, "A[i] > -1")
+
+
+def test_reducing_signed_values_into_an_unsigned_dst_is_a_located_error():
+    @T.prim_func
+    def k(A: T.Tensor((4, 64), T.int8), C: T.Tensor((4,), T.uint16)):
+        with T.Kernel(1, threads=64):
+            a = T.alloc_fragment((4, 64), T.int8)
+            c = T.alloc_fragment((4,), T.uint16)
+            T.copy(A, a)
+            T.reduce_max(a, c, dim=1)
+            T.copy(c, C)
+
+    message = located_error(k, "T.reduce_max(a, c, dim=1)")
+    assert "'a' is int8 but dst 'c' is uint16" in message
+
+
+def test_allocations_of_unsigned_dtypes_are_marked():
+    @T.prim_func
+    def k(A: T.Tensor((64,), T.uint32), C: T.Tensor((64,), T.int32)):
+        with T.Kernel(1, threads=64):
+            u = T.alloc_fragment((64,), T.uint32)
+            s = T.alloc_shared((64,), T.int32)
+            T.copy(A, u)
+            T.copy(u, s)
+            T.copy(s, C)
+
+    text = tilemlir.lower(k)
+    allocs = [line for line in text.splitlines() if "tile.alloc_" in line]
+    assert len(allocs) == 2
+    assert all(("tile.unsigned" in line) == ('"u"' in line) for line in allocs), allocs
+    assert 'tile.arg_dtypes = ["uint32", "int32"]' in text
