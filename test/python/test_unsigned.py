@@ -9,6 +9,8 @@ integers, the signature's dtypes) is checked in the emitted source, which is
 then compiled with NVRTC.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -414,3 +416,91 @@ def test_allocations_of_unsigned_dtypes_are_marked():
     assert len(allocs) == 2
     assert all(("tile.unsigned" in line) == ('"u"' in line) for line in allocs), allocs
     assert 'tile.arg_dtypes = ["uint32", "int32"]' in text
+
+
+# -- the CUDA text: unsigned values are held in signed C types, so every read as unsigned says so -----------------
+
+UNSIGNED_C = {"uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+              "uint64": "unsigned long long"}
+
+
+def emitted_cuda(fn):
+    """The CUDA source and signature of a kernel function, through the whole pipeline (no GPU needed)."""
+    from tilemlir import driver
+    from tilemlir.emit_cuda import emit
+
+    module = fn.frontend().module()
+    with module.context:
+        driver.run_stages(module, "final")
+        return emit(module)
+
+
+def nvrtc_compiles(emitted):
+    from test_emit_cuda import compiles
+
+    return compiles(emitted)
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_cuda_converts_unsigned_loads_to_float_through_their_own_width(dtype):
+    emitted = emitted_cuda(to_float_kernel(dtype))
+    body = emitted.source[emitted.source.index('extern "C"'):]
+    unsigned = UNSIGNED_C[dtype]
+    assert f"(float)({unsigned})X[" in body, body  # not (float)(unsigned int) of a sign-extended signed char
+    assert emitted.signature.params[0].dtype == dtype  # the runtime accepts uint tensors, not int ones
+    nvrtc_compiles(emitted)
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_cuda_reductions_of_unsigned_fragments_compare_unsigned_and_shuffle(dtype):
+    emitted = emitted_cuda(extremes_kernel(dtype))
+    body = emitted.source[emitted.source.index('extern "C"'):]
+    unsigned = UNSIGNED_C[dtype]
+    assert f"max(({unsigned})" in body and f"min(({unsigned})" in body
+    assert "__shfl_xor_sync" in body  # narrow integers are shuffled as int
+    assert f"int{np.iinfo(dtype).bits}" not in [p.dtype for p in emitted.signature.params]
+    ptx = nvrtc_compiles(emitted)
+    assert "shfl.sync.bfly.b32" in ptx
+
+
+ELEMENT_CASTS = [  # (op, source, destination, expected C)
+    ("arith.uitofp", "i8", "f32", "(float)(unsigned char)X_v"),
+    ("arith.uitofp", "i16", "f64", "(double)(unsigned short)X_v"),
+    ("arith.uitofp", "i8", "bf16", "__uint2bfloat16_rn((unsigned char)X_v)"),
+    ("arith.uitofp", "i16", "f16", "__uint2half_rn((unsigned short)X_v)"),
+    ("arith.uitofp", "i8", "f8E4M3FN", "tl_to_e4m3((double)(unsigned char)X_v)"),
+    ("arith.fptoui", "f32", "i8", "(signed char)(unsigned char)X_v"),
+    ("arith.extui", "i16", "i64", "(long long)(unsigned short)X_v"),
+]
+
+
+def test_cuda_element_conversions_of_narrow_unsigned_integers():
+    from test_emit_cuda import elementwise_module, emit_text, normalized
+
+    inputs = {f"I{i}": src for i, (_, src, _, _) in enumerate(ELEMENT_CASTS)}
+    outputs = {f"O{i}": dst for i, (_, _, dst, _) in enumerate(ELEMENT_CASTS)}
+    ops = "\n".join(f"      %O{i}_r = {op} %I{i}_v : {src} to {dst}" for i, (op, src, dst, _) in enumerate(ELEMENT_CASTS))
+    emitted = emit_text(elementwise_module(inputs, outputs, ops))
+    for i, (_, _, _, expected) in enumerate(ELEMENT_CASTS):
+        text = normalized(emitted.source, f"I{i}").replace(f"I{i}_v", "X_v")
+        assert f"O{i}[bx * 64 + tx] = {expected};" in text, (expected, emitted.source)
+    nvrtc_compiles(emitted)
+
+
+def test_cuda_does_not_assume_narrow_sums_of_non_negative_values_stay_non_negative():
+    """(x & 127) + 100 on i8 wraps past 127: its uitofp must still read the bits as unsigned."""
+    from test_emit_cuda import elementwise_module, emit_text, normalized
+
+    ops = """      %m = arith.constant 127 : i8
+      %h = arith.constant 100 : i8
+      %low = arith.andi %X_v, %m : i8
+      %s = arith.addi %low, %h : i8
+      %Y_r = arith.uitofp %s : i8 to f32
+      %w = arith.muli %low, %h : i8
+      %Z_r = arith.cmpi ult, %w, %h : i8"""
+    emitted = emit_text(elementwise_module({"X": "i8"}, {"Y": "f32", "Z": "i1"}, ops))
+    text = normalized(emitted.source, "X")
+    low = re.search(r"signed char (\w+) = \(signed char\)\(X_v & 127\);", text).group(1)
+    assert f"Y[bx * 64 + tx] = (float)(unsigned char)(signed char)({low} + 100);" in text, text
+    assert f"Z[bx * 64 + tx] = (unsigned char)(signed char)({low} * 100) < (unsigned char)100;" in text, text
+    nvrtc_compiles(emitted)

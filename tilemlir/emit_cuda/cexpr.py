@@ -87,6 +87,8 @@ def call(name: str, *args: CExpr) -> CExpr:
 
 
 def cast(ctype: str, e: CExpr) -> CExpr:
+    if e.prec == UNARY and e.text.startswith(f"({ctype})"):
+        return e  # already a cast to `ctype` (a unary expression's first token is its operator)
     return CExpr(f"({ctype}){paren(e, UNARY)}", UNARY)
 
 

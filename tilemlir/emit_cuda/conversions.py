@@ -4,7 +4,9 @@ Each rounds exactly as the IR says: narrow floats through the CUDA
 round-to-nearest-even intrinsics (integers straight to bf16/f16 with
 `__int2bfloat16_rn` and friends, never through float, which would round
 twice), fp8 through the `tl_to_e4m3` / `tl_to_e5m2` helpers; widening of an
-integer the IR reads as unsigned zero-extends.
+integer the IR reads as unsigned, and `uitofp`, go through the unsigned C
+type of the source's own width (`(float)(unsigned char)x`), since every
+integer value is held in a signed C type.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def _int_to_float(ops: ScalarOps, e: CExpr, src: ir.Type, dst: ir.Type, unsigned
         e = C.cast("int", e) if unsigned else C.unary("-", C.cast("int", e))
         width, unsigned = 32, False
     wide = 64 if width > 32 else 32
-    if unsigned:
-        e = C.cast({32: "unsigned int", 64: "unsigned long long"}[wide], e)
+    if unsigned:  # the bits at their own width: (unsigned int) of a signed char would sign-extend first
+        e = C.cast(ops.types.unsigned(src), e)
     d = float_kind(dst)
     if d in ("f16", "bf16"):
         table = {"f16": _UTO_HALF if unsigned else _TO_HALF, "bf16": _UTO_BF16 if unsigned else _TO_BF16}[d]

@@ -34,6 +34,7 @@ MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
+_NARROW_INTS = frozenset({"signed char", "short"})  # shuffled as int: the low bits come back unchanged
 _ID_VARS = {"gpu.thread_id": ("t", "threadIdx"), "gpu.block_id": ("b", "blockIdx"), "gpu.grid_dim": ("grid_", "gridDim")}
 
 
@@ -232,17 +233,18 @@ class KernelEmitter:
     def _shuffle(self, op: ir.Operation) -> CExpr:
         value, offset, width = op.operands
         ctype = self.c_type(value.type, op)
-        if ctype not in _SHUFFLE_TYPES:
+        if ctype not in _SHUFFLE_TYPES | _NARROW_INTS:
             raise error(op, f"gpu.shuffle of {value.type} is not supported by the CUDA emitter")
         if list(op.results[1].uses):
             raise error(op, "the 'valid' result of gpu.shuffle is not supported by the CUDA emitter")
         mode = re.search(r"(xor|down|up|idx)", str(op.attributes["mode"])).group(1)
         fn = {"xor": "__shfl_xor_sync", "down": "__shfl_down_sync", "up": "__shfl_up_sync", "idx": "__shfl_sync"}[mode]
         mask = C.atom("0xffffffff" if self.kernel.threads % 32 == 0 else "__activemask()")
-        args = [mask, self.value(value), self.value(offset)]
+        shuffled = self.value(value) if ctype in _SHUFFLE_TYPES else C.cast("int", self.value(value))
+        args = [mask, shuffled, self.value(offset)]
         if irutil.const_int(width) != 32:
             args.append(self.value(width))
-        return C.call(fn, *args)
+        return C.call(fn, *args) if ctype in _SHUFFLE_TYPES else C.cast(ctype, C.call(fn, *args))
 
     # -- statements --------------------------------------------------------------------------------
     def block(self, block: ir.Block, targets: list[tuple[str, str]] | None = None, branch: bool = False) -> None:

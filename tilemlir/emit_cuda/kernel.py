@@ -21,6 +21,7 @@ class KernelIR:
     name: str
     arg_names: tuple[str, ...]
     arg_dims: tuple[tuple[Dim, ...] | None, ...]  # None for scalar arguments
+    arg_dtypes: tuple[str, ...] | None  # the language dtypes (`tile.arg_dtypes`: uint8 and int8 are both i8)
     symbols: tuple[str, ...]
     assumes: tuple[str, ...]
     block: tuple[int, int, int]
@@ -57,6 +58,7 @@ def find_kernel(module: ir.Operation) -> KernelIR:
         name=irutil.str_attr(func, "sym_name") or "kernel",
         arg_names=tuple(names),
         arg_dims=tuple(dims),
+        arg_dtypes=_arg_dtypes(func),
         symbols=tuple(symbols),
         assumes=tuple(_assumes(func)),
         block=_block_size(launch),
@@ -131,6 +133,14 @@ def _arg_names(func: ir.Operation) -> list[str]:
     if len(names) != len(args):
         raise error(func, f"'tile.arg_names' has {len(names)} names for {len(args)} arguments")
     return names
+
+
+def _arg_dtypes(func: ir.Operation) -> tuple[str, ...] | None:
+    dtypes = _string_list(func, "tile.arg_dtypes")
+    count = len(func.regions[0].blocks[0].arguments)
+    if dtypes is not None and len(dtypes) != count:
+        raise error(func, f"'tile.arg_dtypes' has {len(dtypes)} dtypes for {count} arguments")
+    return None if dtypes is None else tuple(dtypes)
 
 
 def _arg_dims(func: ir.Operation, names: list[str]) -> list[tuple[Dim, ...] | None]:

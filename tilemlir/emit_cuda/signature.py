@@ -39,8 +39,9 @@ def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int
     grid = GridTranslator(kernel, signs)
     aligns = _vector_alignments(kernel)
     params = []
-    for arg, param, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
-        dtype = _dtype(kernel, arg, index_bits)
+    recorded = kernel.arg_dtypes or (None,) * len(kernel.args)
+    for arg, param, dims, declared in zip(kernel.args, kernel.arg_names, kernel.arg_dims, recorded):
+        dtype = _dtype(kernel, arg, index_bits, declared)
         if dims is None:
             params.append(ScalarParam(param, dtype))
         else:
@@ -63,14 +64,20 @@ def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int
         raise CompileError(f"the kernel signature of {kernel.name} is invalid: {exc}") from None
 
 
-def _dtype(kernel: KernelIR, arg: ir.Value, index_bits: int) -> str:
+def _dtype(kernel: KernelIR, arg: ir.Value, index_bits: int, declared: str | None) -> str:
+    """The runtime dtype of an argument: its element type's, or the unsigned one `tile.arg_dtypes` declares."""
     type_ = arg.type.element_type if isinstance(arg.type, ir.MemRefType) else arg.type
     if isinstance(type_, ir.IndexType):
         return f"int{index_bits}"
     try:
-        return dtype_name(type_)
+        name = dtype_name(type_)
     except UnsupportedType as exc:
         raise error(kernel.func, str(exc)) from None
+    if declared is None or declared == name:
+        return name
+    if declared != "u" + name or not name.startswith("int"):
+        raise error(kernel.func, f"'tile.arg_dtypes' declares {declared} for an argument of element type {type_}")
+    return declared
 
 
 def _vector_alignments(kernel: KernelIR) -> dict[ir.Value, int]:

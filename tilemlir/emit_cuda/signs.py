@@ -4,7 +4,11 @@ Unsigned IR ops (`divui`, `ceildivui`, `cmpi ult`, ...) and floor-rounding
 ones (`floordivsi`) agree with plain C `/`, `%` and `<` on non-negative
 operands, so where this analysis proves both operands non-negative the
 emitter writes the readable form; elsewhere it writes the exact one.
-Overflow is not modelled: index arithmetic is assumed not to wrap.
+Overflow is not modelled for `index` values: index arithmetic is assumed not
+to wrap (and index values to fit in 31 bits). Sized integers do wrap (a
+uint8 200 + 100 is 44, an int8 100 + 100 is -56), so `addi`, `muli` and
+`shli` prove nothing about them, nor does a cast of an index to fewer than
+32 bits.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from tilemlir.mlir import ir
 
 # ops whose result is non-negative when all their operands are
 _ALL = frozenset({
-    "arith.addi", "arith.muli", "arith.divui", "arith.divsi", "arith.ceildivui", "arith.ceildivsi",
+    "arith.divui", "arith.divsi", "arith.ceildivui", "arith.ceildivsi",
     "arith.floordivsi", "arith.remui", "arith.remsi", "arith.minsi", "arith.minui", "arith.maxui",
-    "arith.shrui", "arith.shrsi", "arith.shli", "arith.ori", "arith.xori", "arith.index_cast",
-    "arith.index_castui", "arith.extsi", "affine.min", "affine.max",
+    "arith.shrui", "arith.shrsi", "arith.ori", "arith.xori", "arith.extsi", "affine.min", "affine.max",
 })
+# ... and these when they do not wrap: index results only
+_NO_WRAP = frozenset({"arith.addi", "arith.muli", "arith.shli"})
+_INDEX_CASTS = frozenset({"arith.index_cast", "arith.index_castui"})
 # ops whose result is non-negative when any operand is
 _ANY = frozenset({"arith.maxsi", "arith.andi"})
 _ALWAYS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
@@ -51,8 +57,10 @@ class Signs:
         operands = list(op.operands)
         if op.name in _ANY:
             return any(self.nonneg(v) for v in operands)
-        if op.name in _ALL:
+        if op.name in _ALL or (op.name in _NO_WRAP and isinstance(value.type, ir.IndexType)):
             return all(self.nonneg(v) for v in operands)
+        if op.name in _INDEX_CASTS and not _narrower_than_32_bits(value.type):
+            return self.nonneg(operands[0])
         if op.name == "arith.select":
             return self.nonneg(operands[1]) and self.nonneg(operands[2])
         if op.name == "affine.apply":
@@ -66,6 +74,10 @@ class Signs:
         if owner.name == "scf.for" and value.arg_number == 0:
             return self.nonneg(owner.operands[0])
         return False
+
+
+def _narrower_than_32_bits(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.IntegerType) and type_.width < 32
 
 
 def _affine_nonneg(op: ir.Operation) -> bool:
