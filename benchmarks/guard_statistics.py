@@ -22,7 +22,7 @@ from benchmarks.cases import select_cases
 COLUMNS = [("insert-guards", "guards-inserted"), ("eliminate-guards", "guards-proved"),
            ("eliminate-guards", "guards-folded"), ("eliminate-guards", "guards-kept"),
            ("eliminate-guards", "guards-timed-out"), ("eliminate-guards", "loops-versioned"),
-           ("eliminate-guards", "loops-split"), ("vectorize", "vectorized-16B"), ("vectorize", "vectorized-8B"),
+           ("eliminate-guards", "loops-range-versioned"), ("eliminate-guards", "loops-split"), ("vectorize", "vectorized-16B"), ("vectorize", "vectorized-8B"),
            ("vectorize", "vectorized-4B"), ("vectorize", "vectorized-2B"), ("vectorize", "runs-scalar")]
 
 

@@ -104,10 +104,11 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
     return add_rmsnorm_kernel
 
 
-# LayerNorm asks for 4 resident blocks per multiprocessor (fewer when its blocks are larger than
-# 512 threads): at 4001 x 7168 its 448-thread blocks otherwise fit only 3 (34 registers per thread,
-# allocated in steps), 38.1 us against 34.4 with the cap; within 1% either way at 4096 and 8192
-# (benchmarks/sweep_rows.py on the H200). `min_blocks=1` leaves registers uncapped.
+# LayerNorm with one row per block asks for 4 resident blocks per multiprocessor (fewer when its
+# blocks are larger than 512 threads): at 4001 x 7168 its 448-thread blocks otherwise fit only 3
+# (34 registers per thread, allocated in steps), 38.1 us against 34.4 with the cap; within 1%
+# either way at 4096 and 8192 (benchmarks/sweep_rows.py on the H200). Narrow rows (several per
+# block) were not swept and keep no cap. `min_blocks=1` leaves registers uncapped.
 LAYERNORM_MIN_BLOCKS = 4
 
 
@@ -116,7 +117,7 @@ def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
-    if min_blocks is None:
+    if min_blocks is None and block_M == 1:
         min_blocks = max(1, min(LAYERNORM_MIN_BLOCKS, MAX_THREADS_PER_SM // cfg.threads))
 
     @T.prim_func
