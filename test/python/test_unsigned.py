@@ -504,3 +504,27 @@ def test_cuda_does_not_assume_narrow_sums_of_non_negative_values_stay_non_negati
     assert f"Y[bx * 64 + tx] = (float)(unsigned char)(signed char)({low} + 100);" in text, text
     assert f"Z[bx * 64 + tx] = (unsigned char)(signed char)({low} * 100) < (unsigned char)100;" in text, text
     nvrtc_compiles(emitted)
+
+
+# -- guards: an index computed from unsigned values is not the signed reading of its bits -------------------------
+
+
+def unsigned_index_kernel(size, base):
+    @tilemlir.jit(out_idx=[1])
+    def gather(X: T.Tensor((size,), T.float32), Y: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                Y[i] = X[T.cast(i, T.uint8) + T.cast(base, T.uint8)]  # a uint8 index: base + i < 256
+
+    return gather
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("size, base", [(200, 150), (256, 150), (120, 100), (300, 192)])
+def test_guards_of_indices_built_from_unsigned_values(size, base, level, rng):
+    """base + i in i8 is negative as signed (150 + i is -106 + i): the guard `index < size` must stay
+    where the unsigned index can reach `size`."""
+    x = rng.standard_normal(size).astype(np.float32) + 10
+    y = cpu(unsigned_index_kernel(size, base), level)(x)
+    want = [x[base + i] if base + i < size else 0.0 for i in range(64)]  # out of range: padding 0
+    assert y.tolist() == [float(v) for v in np.array(want, np.float32)]

@@ -5,6 +5,10 @@ constants, thread/block ids with constant extents, loop ranges with
 constant-range bounds, static and symbolic (>= 0) dims, and add/sub/mul,
 division and remainder by positive constants, min/max, casts and affine
 maps. It never looks at facts between values: that is the prover's job.
+Index arithmetic is assumed not to wrap; a cast to a sized integer that may
+not hold the range, or an unsigned cast (`index_castui`, `extui`) of a value
+that may be negative as signed (a uint8 200 is the i8 -56), gives the range
+the cast really produces.
 """
 
 from __future__ import annotations
@@ -59,6 +63,25 @@ def _minmax(a: Range, b: Range, pick) -> Range:
     return combine(a[0], b[0], is_min), combine(a[1], b[1], not is_min)
 
 
+def _fitted(a: Range, type_: ir.Type) -> Range:
+    """`a` as a value of `type_`: unchanged when every value fits, else unknown (it wraps)."""
+    if not isinstance(type_, ir.IntegerType) or type_.width < 2:
+        return a
+    low, high = -(1 << (type_.width - 1)), (1 << (type_.width - 1)) - 1
+    inside = a[0] is not None and a[1] is not None and low <= a[0] and a[1] <= high
+    return a if inside else UNKNOWN
+
+
+def _as_unsigned(a: Range, type_: ir.Type) -> Range:
+    """The range of values of `type_` in range `a` (read as signed) when their bits are read as unsigned."""
+    if not isinstance(type_, ir.IntegerType) or (a[0] is not None and a[0] >= 0):
+        return a
+    span = 1 << type_.width
+    if a[0] is not None and a[1] is not None and a[1] < 0:
+        return a[0] + span, a[1] + span
+    return 0, span - 1
+
+
 def _positive_constant(value) -> int | None:
     c = constant_int(value)
     return c if c is not None and c > 0 else None
@@ -100,8 +123,10 @@ def _op_range(op: ir.Operation, value: ir.Value, depth: int) -> Range:
     if name == "arith.constant":
         c = constant_int(value)
         return UNKNOWN if c is None else (c, c)
-    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi"):
-        return _rng(op.operands[0], depth)
+    if name in ("arith.index_cast", "arith.extsi"):
+        return _fitted(_rng(op.operands[0], depth), value.type)
+    if name in ("arith.index_castui", "arith.extui"):
+        return _fitted(_as_unsigned(_rng(op.operands[0], depth), op.operands[0].type), value.type)
     if name == "memref.dim":
         dim = constant_int(op.operands[1])
         if dim is None:
@@ -120,13 +145,14 @@ def _op_range(op: ir.Operation, value: ir.Value, depth: int) -> Range:
     operands = list(op.operands)
     if name in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi"):
         a, b = _rng(operands[0], depth), _rng(operands[1], depth)
-        return {
+        result = {
             "arith.addi": lambda: _add(a, b),
             "arith.subi": lambda: _add(a, _neg(b)),
             "arith.muli": lambda: _mul(a, b),
             "arith.minsi": lambda: _minmax(a, b, min),
             "arith.maxsi": lambda: _minmax(a, b, max),
         }[name]()
+        return _fitted(result, value.type)  # a sized integer wraps
     if name in ("arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"):
         c = _positive_constant(operands[1])
         a = _rng(operands[0], depth)
