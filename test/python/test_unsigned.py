@@ -528,3 +528,40 @@ def test_guards_of_indices_built_from_unsigned_values(size, base, level, rng):
     y = cpu(unsigned_index_kernel(size, base), level)(x)
     want = [x[base + i] if base + i < size else 0.0 for i in range(64)]  # out of range: padding 0
     assert y.tolist() == [float(v) for v in np.array(want, np.float32)]
+
+
+def gemm_kernel(M=32, N=32, K=48):
+    @tilemlir.jit(out_idx=[2])
+    def gemm(A: T.Tensor((M, K), T.uint8), B: T.Tensor((K, N), T.uint8), C: T.Tensor((M, N), T.int32)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((M, K), T.uint8)
+            b = T.alloc_shared((K, N), T.uint8)
+            c = T.alloc_fragment((M, N), T.int32)
+            T.copy(A, a)
+            T.copy(B, b)
+            T.clear(c)
+            T.gemm(a, b, c)
+            T.copy(c, C)
+
+    return gemm
+
+
+def test_gemm_of_unsigned_tiles_at_tile_level(rng):
+    """(tile.gemm has no thread-level lowering yet; the CPU reference widens its operands.)"""
+    a, b = top_half(rng, "uint8", (32, 48)), top_half(rng, "uint8", (48, 32))
+    c = cpu(gemm_kernel(), "tile")(a, b)
+    assert np.array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+
+
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_unwritten_unsigned_outputs_are_poisoned_with_the_highest_value(dtype):
+    @tilemlir.jit(out_idx=[1])
+    def half(X: T.Tensor((64,), dtype), Y: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                if i < 32:
+                    Y[i] = X[i]
+
+    x = np.arange(64, dtype=dtype)
+    y = cpu(half, "tile")(x)
+    assert y[:32].tolist() == list(range(32)) and (y[32:] == np.iinfo(dtype).max).all()

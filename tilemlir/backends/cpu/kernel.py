@@ -6,8 +6,8 @@
 A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
 `LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
 alignment, scalar ranges, `T.assume` facts), allocates the `out_idx`
-outputs (filled with NaN, or the lowest integer, so unwritten elements
-show), runs the JIT-compiled function and returns the outputs (one array,
+outputs (filled with NaN, or the lowest signed / highest unsigned integer,
+so unwritten elements show), runs the JIT-compiled function and returns the outputs (one array,
 a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
 """
 
@@ -154,10 +154,13 @@ class CpuKernel:
 
 
 def _poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """An output array whose unwritten elements stand out: NaN, or the lowest integer."""
+    """An output array whose unwritten elements stand out: NaN, or the lowest signed integer, or the
+    highest unsigned one (an unsigned lowest is 0, a common real value)."""
     array = np.empty(shape, NUMPY_DTYPES[dtype])
     if dtype == "bool":
         array.fill(False)
+    elif np.issubdtype(array.dtype, np.unsignedinteger):
+        array.fill(np.iinfo(array.dtype).max)
     elif np.issubdtype(array.dtype, np.integer):
         array.fill(np.iinfo(array.dtype).min)
     else:
