@@ -5,6 +5,9 @@ of the CUDA compiler, which caps registers per thread).
     python3 -m benchmarks.sweep_rows build     # here: one artifact tree per (max_chunks, min_blocks)
     python3 -m benchmarks.sweep_rows run       # on the GPU: time every variant (checked first)
 
+Both take --shapes, --chunks and --min-blocks (comma lists; 0 for no cap) to sweep other points,
+e.g. `--shapes 8001x576 --chunks 2 --min-blocks 0,8,12,16` for the narrow rows.
+
 Uses the benchmark's cases, inputs and calling convention (benchmarks/cases.py,
 torch_impls.py, ours.py), so a variant is timed exactly as the benchmark times
 the default.
@@ -36,6 +39,15 @@ def _label(chunks: int, blocks: int | None) -> str:
 
 def _cases():
     return select_cases(KERNELS, SHAPES)
+
+
+def _configure(args: argparse.Namespace) -> None:
+    global SHAPES, VARIANTS
+    if args.shapes:
+        SHAPES = args.shapes.split(",")
+    chunks = [int(c) for c in args.chunks.split(",")] if args.chunks else CHUNKS
+    blocks = [int(b) or None for b in args.min_blocks.split(",")] if args.min_blocks else MIN_BLOCKS
+    VARIANTS = [(c, b) for c in chunks for b in blocks]
 
 
 def build() -> int:
@@ -95,7 +107,12 @@ def run() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("step", choices=("build", "run"))
-    return build() if parser.parse_args(argv).step == "build" else run()
+    parser.add_argument("--shapes", help=f"comma list of M x N shapes (default {','.join(SHAPES)})")
+    parser.add_argument("--chunks", help="comma list of max_chunks values")
+    parser.add_argument("--min-blocks", help="comma list of min_blocks values, 0 for none")
+    args = parser.parse_args(argv)
+    _configure(args)
+    return build() if args.step == "build" else run()
 
 
 if __name__ == "__main__":

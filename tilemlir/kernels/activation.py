@@ -18,10 +18,11 @@ def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=N
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
+    resident = cfg.min_blocks(min_blocks)
 
     @T.prim_func
     def silu_mul_kernel(X: T.Tensor((M, 2 * N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
             gate = T.alloc_fragment((block_M, N), T.float32)
             up = T.alloc_fragment((block_M, N), T.float32)
             T.copy(X[bx * block_M, 0], gate)

@@ -23,12 +23,24 @@ CHUNK_BYTES = 16
 MAX_CHUNKS_PER_THREAD = 2
 MIN_THREADS, MAX_THREADS = 128, 1024
 MAX_THREADS_PER_SM = 2048  # resident threads per multiprocessor (sm_90): bounds a factory's min_blocks
+# Narrow rows (several rows per 128-thread block) of the bf16 norms and SwiGLU ask for 8 resident
+# blocks: at 8001 x 576, 9.3 / 11.4 / 15.3 / 11.9 us against 10.0 / 12.1 / 16.1 / 12.9 uncapped for
+# RMSNorm / LayerNorm / residual LayerNorm / SwiGLU; 12 or 16 spill (benchmarks/sweep_rows.py).
+NARROW_ROWS_MIN_BLOCKS = 8
 
 
 @dataclass(frozen=True)
 class RowConfig:
     threads: int
     block_M: int = 1
+
+    def min_blocks(self, asked: int | None, one_row: int | None = None) -> int | None:
+        """The resident blocks to ask for: `asked` when given, else `one_row` for one row per
+        block (at most what a multiprocessor holds) and NARROW_ROWS_MIN_BLOCKS for several."""
+        if asked is not None:
+            return asked
+        wanted = one_row if self.block_M == 1 else NARROW_ROWS_MIN_BLOCKS
+        return None if wanted is None else max(1, min(wanted, MAX_THREADS_PER_SM // self.threads))
 
 
 def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> RowConfig:

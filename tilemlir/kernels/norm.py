@@ -12,7 +12,7 @@ residual and then run the same normalization (`@T.macro`s below) as the plain on
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, MAX_THREADS_PER_SM, row_config
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
 
 
 @T.macro
@@ -60,11 +60,12 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=No
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
+    resident = cfg.min_blocks(min_blocks)
 
     @T.prim_func
     def rmsnorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                        Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
@@ -82,11 +83,12 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
+    resident = cfg.min_blocks(min_blocks)
 
     @T.prim_func
     def add_rmsnorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                            Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             r = T.alloc_fragment((block_M, N), T.float32)
             h = T.alloc_fragment((block_M, N), dtype)
@@ -108,7 +110,8 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
 # blocks are larger than 512 threads): at 4001 x 7168 its 448-thread blocks otherwise fit only 3
 # (34 registers per thread, allocated in steps), 38.1 us against 34.4 with the cap; within 1%
 # either way at 4096 and 8192 (benchmarks/sweep_rows.py on the H200). Narrow rows (several per
-# block) were not swept and keep no cap. `min_blocks=1` leaves registers uncapped.
+# block) take config.NARROW_ROWS_MIN_BLOCKS like the other norms. `min_blocks=1` leaves registers
+# uncapped.
 LAYERNORM_MIN_BLOCKS = 4
 
 
@@ -117,13 +120,12 @@ def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
-    if min_blocks is None and block_M == 1:
-        min_blocks = max(1, min(LAYERNORM_MIN_BLOCKS, MAX_THREADS_PER_SM // cfg.threads))
+    resident = cfg.min_blocks(min_blocks, LAYERNORM_MIN_BLOCKS)
 
     @T.prim_func
     def layernorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
                          Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
@@ -141,12 +143,13 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
+    resident = cfg.min_blocks(min_blocks)
 
     @T.prim_func
     def add_layernorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                              B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype),
                              eps: T.float32):
-        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
+        with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
             x = T.alloc_fragment((block_M, N), T.float32)
             r = T.alloc_fragment((block_M, N), T.float32)
             h = T.alloc_fragment((block_M, N), dtype)
