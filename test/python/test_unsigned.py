@@ -565,3 +565,26 @@ def test_unwritten_unsigned_outputs_are_poisoned_with_the_highest_value(dtype):
     x = np.arange(64, dtype=dtype)
     y = cpu(half, "tile")(x)
     assert y[:32].tolist() == list(range(32)) and (y[32:] == np.iinfo(dtype).max).all()
+
+
+def grid_kernel(dtype):
+    N = T.symbolic("N")
+    dtype = T.dtype(dtype)
+
+    @tilemlir.jit(out_idx=[1])
+    def scaled(X: T.Tensor((N,), T.float32), Y: T.Tensor((N,), T.float32), n: dtype):
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                Y[bx * 128 + i] = X[bx * 128 + i] * 2.0
+
+    return scaled
+
+
+@pytest.mark.parametrize("dtype", ["uint32", "uint64"])
+def test_grid_from_an_unsigned_scalar(dtype, rng):
+    """The runtime computes the grid from the parameter's Python value, which is non-negative."""
+    assert emitted_cuda(grid_kernel(dtype)).signature.grid == ("(n + 127) // 128", "1", "1")
+    x = rng.standard_normal(1000).astype(np.float32)
+    for level in LEVELS:
+        y = cpu(grid_kernel(dtype), level)(x, 700)
+        assert np.array_equal(y[:768], 2 * x[:768]) and np.isnan(y[768:]).all()

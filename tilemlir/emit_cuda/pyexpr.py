@@ -4,7 +4,10 @@ The result is in the language of `tilemlir.runtime.expr` (numbers, names,
 ``+ - * // %``, unary minus, ``min``/``max``), e.g. ``(M + 3) // 4``, and
 is exact: C-style (truncating) division and remainder are accepted only
 where both operands are proven non-negative, where Python's floor
-semantics agree.
+semantics agree. An unsigned scalar parameter is non-negative here (the
+runtime computes grids with its Python value), though not in device code,
+where its C value is signed; an unsigned cast passes a value through only
+when it is non-negative in that sense.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from tilemlir.passes.diag import error
 
 _ATOM, _UNARY, _MUL, _ADD = 12, 11, 10, 9
 _PREC = {"*": _MUL, "//": _MUL, "%": _MUL, "+": _ADD, "-": _ADD}
-_PASS_THROUGH = frozenset({"arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci"})
+_PASS_THROUGH = frozenset({"arith.index_cast", "arith.extsi", "arith.trunci"})
+_UNSIGNED_CASTS = frozenset({"arith.index_castui", "arith.extui"})
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,11 @@ def mod(a: PyExpr, b: PyExpr) -> PyExpr:
 class GridTranslator:
     """Translates values computed before the gpu.launch into Python expressions."""
 
-    def __init__(self, kernel: KernelIR, signs: Signs):
+    def __init__(self, kernel: KernelIR):
         self._kernel = kernel
-        self._signs = signs
         self._args = kernel.args
+        unsigned = [a for a, dtype in zip(self._args, kernel.arg_dtypes or ()) if dtype.startswith("uint")]
+        self._signs = Signs(kernel.launch, nonneg_roots=unsigned)
 
     def expr(self, value: ir.Value) -> str:
         return self._translate(value).text
@@ -109,7 +114,7 @@ class GridTranslator:
         operands = list(op.operands)
         if op.name == "memref.dim":
             return self._dim(op)
-        if op.name in _PASS_THROUGH:
+        if op.name in _PASS_THROUGH or (op.name in _UNSIGNED_CASTS and self._signs.nonneg(operands[0])):
             return self._translate(operands[0])
         if op.name == "affine.apply":
             return self._affine(op)

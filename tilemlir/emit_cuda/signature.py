@@ -8,7 +8,6 @@ from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.ctype import UnsupportedType, byte_size, dtype_name, vector_alignment
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.pyexpr import GridTranslator
-from tilemlir.emit_cuda.signs import Signs
 from tilemlir.errors import CompileError
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
@@ -32,11 +31,11 @@ def choose_index_bits(kernel: KernelIR) -> int:
     return 32
 
 
-def build_signature(kernel: KernelIR, name: str, signs: Signs, shared_bytes: int, index_bits: int,
+def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: int,
                     written: Collection[ir.Value]) -> KernelSignature:
     """The signature of `kernel`, whose CUDA function is called `name`; `written` holds the
     tensor arguments the kernel stores into (the others are `const` parameters)."""
-    grid = GridTranslator(kernel, signs)
+    grid = GridTranslator(kernel)
     aligns = _vector_alignments(kernel)
     params = []
     recorded = kernel.arg_dtypes or (None,) * len(kernel.args)

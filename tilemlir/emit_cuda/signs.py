@@ -13,6 +13,8 @@ uint8 200 + 100 is 44, an int8 100 + 100 is -56), so `addi`, `muli` and
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from tilemlir.emit_cuda import irutil
 from tilemlir.mlir import ir
 
@@ -32,8 +34,10 @@ _ALWAYS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_d
 
 
 class Signs:
-    def __init__(self, launch: ir.Operation):
-        self._launch_args = list(irutil.single_block(launch).arguments)
+    """`nonneg_roots`: values taken as non-negative besides the launch's ids and sizes."""
+
+    def __init__(self, launch: ir.Operation, nonneg_roots: Sequence[ir.Value] = ()):
+        self._launch_args = list(irutil.single_block(launch).arguments) + list(nonneg_roots)
         self._memo: dict[ir.Value, bool] = {}
 
     def nonneg(self, value: ir.Value) -> bool:

@@ -26,7 +26,7 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) ->
     function = emitter.function()
     memory = emitter.memory
     written = {arg for arg, tensor in memory.tensors.items() if tensor.written}
-    signature = build_signature(kernel, emitter.function_name, emitter.signs, memory.shared_bytes, bits, written)
+    signature = build_signature(kernel, emitter.function_name, memory.shared_bytes, bits, written)
     source = _banner(kernel, signature) + emitter.prelude.text(function) + "\n" + function
     return EmittedKernel(source, signature, fmad=fast_math)
 
