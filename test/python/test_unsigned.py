@@ -588,3 +588,26 @@ def test_grid_from_an_unsigned_scalar(dtype, rng):
     for level in LEVELS:
         y = cpu(grid_kernel(dtype), level)(x, 700)
         assert np.array_equal(y[:768], 2 * x[:768]) and np.isnan(y[768:]).all()
+
+
+def element_min_kernel(dtype, block=256):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1])
+    def element_min(X: T.Tensor((N,), dtype), Mn: T.Tensor((1,), dtype)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((block,), dtype)
+            mn = T.alloc_fragment((1,), dtype)
+            for i in T.Parallel(block):
+                x[i] = X[i]  # past N: the padding, which must be the unsigned maximum
+            T.reduce_min(x, mn)
+            T.copy(mn, Mn)
+
+    return element_min
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_padding_of_element_code_loads_feeding_an_unsigned_min(dtype, level, rng):
+    x = top_half(rng, dtype, 200)
+    assert cpu(element_min_kernel(dtype), level)(x).tolist() == [x.min()]

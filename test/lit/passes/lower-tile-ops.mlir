@@ -129,3 +129,39 @@ func.func @copies(%X: memref<?x32xf16>, %Y: memref<?x32xf16>, %Acc: memref<4x32x
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+#x = #tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 8) mod 32)>, affine_map<(d0, d1) -> (d1 mod 8)>, 1 : i64>
+#m = #tile.layout<affine_map<(d0)[s0] -> (s0)>, affine_map<(d0) -> (0)>, 32 : i64>
+// Unsigned buffers (a uint16 argument by tile.arg_dtypes, allocations marked tile.unsigned): the
+// padding and the identity of max are 0, partials combine with maxui, and the copy to float32
+// converts with uitofp.
+// CHECK-LABEL: func.func @unsigned_row_max
+// CHECK: %[[ZERO:.+]] = arith.constant 0 : i16
+// CHECK: "tile.alloc_fragment"() {layout = {{.*}}, name = "x", tile.unsigned}
+// CHECK: %[[M:.+]] = "tile.alloc_fragment"() {layout = {{.*}}, name = "m", tile.unsigned}
+// CHECK: memref.load %arg0[{{.*}}] {tile.pad = 0 : i16}
+// CHECK: memref.store %[[ZERO]], %[[M]]
+// CHECK: arith.maxui
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32, %c32_i32 : i16
+// CHECK: arith.maxui
+// CHECK: memref.load %[[M]]
+// CHECK: arith.uitofp {{.*}} : i16 to f32
+// CHECK-NOT: arith.maxsi
+// CHECK-NOT: arith.sitofp
+func.func @unsigned_row_max(%X: memref<?x?xi16>, %Y: memref<?xf32>)
+    attributes {tile.entry, tile.arg_dtypes = ["uint16", "float32"]} {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %X, %c0 : memref<?x?xi16>
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    %x = "tile.alloc_fragment"() {name = "x", layout = #x, tile.unsigned} : () -> memref<1x256xi16, "fragment">
+    %m = "tile.alloc_fragment"() {name = "m", layout = #m, tile.unsigned} : () -> memref<1xi16, "fragment">
+    "tile.copy"(%X, %x, %bx, %c0, %c0, %c0) {shape = [1, 256]} : (memref<?x?xi16>, memref<1x256xi16, "fragment">, index, index, index, index) -> ()
+    "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<1x256xi16, "fragment">, memref<1xi16, "fragment">) -> ()
+    "tile.copy"(%m, %Y, %c0, %bx) {shape = [1]} : (memref<1xi16, "fragment">, memref<?xf32>, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
