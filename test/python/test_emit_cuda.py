@@ -265,13 +265,14 @@ def test_float_comparisons_have_the_ieee_unordered_semantics():
 
 
 INT_BINARY = [  # (op, expected when the operands' signs are unknown)
-    ("arith.addi", "X_v + Z_v"), ("arith.muli", "X_v * Z_v"), ("arith.divsi", "X_v / Z_v"),
+    ("arith.addi", "(int)((unsigned int)X_v + (unsigned int)Z_v)"),  # i32 wraps: C's int would overflow
+    ("arith.muli", "(int)((unsigned int)X_v * (unsigned int)Z_v)"), ("arith.divsi", "X_v / Z_v"),
     ("arith.remsi", "X_v % Z_v"), ("arith.divui", "(int)((unsigned int)X_v / (unsigned int)Z_v)"),
     ("arith.remui", "(int)((unsigned int)X_v % (unsigned int)Z_v)"),
     ("arith.floordivsi", "tl_floordiv(X_v, Z_v)"), ("arith.ceildivsi", "tl_ceildiv(X_v, Z_v)"),
     ("arith.ceildivui", "(int)tl_ceildiv((unsigned int)X_v, (unsigned int)Z_v)"),
     ("arith.minsi", "min(X_v, Z_v)"), ("arith.maxui", "(int)max((unsigned int)X_v, (unsigned int)Z_v)"),
-    ("arith.shli", "X_v << Z_v"), ("arith.shrsi", "X_v >> Z_v"), ("arith.shrui", "(int)((unsigned int)X_v >> Z_v)"),
+    ("arith.shli", "(int)((unsigned int)X_v << Z_v)"), ("arith.shrsi", "X_v >> Z_v"), ("arith.shrui", "(int)((unsigned int)X_v >> Z_v)"),
     ("arith.andi", "X_v & Z_v"), ("arith.xori", "X_v ^ Z_v"),
 ]
 

@@ -611,3 +611,54 @@ def element_min_kernel(dtype, block=256):
 def test_padding_of_element_code_loads_feeding_an_unsigned_min(dtype, level, rng):
     x = top_half(rng, dtype, 200)
     assert cpu(element_min_kernel(dtype), level)(x).tolist() == [x.min()]
+
+
+def test_launch_checks_the_signedness_of_tensors_and_the_range_of_scalars():
+    from tilemlir.errors import LaunchError
+
+    convert = cpu(to_float_kernel("uint8"), "tile")
+    with pytest.raises(LaunchError, match="argument 'X': expected dtype uint8, got int8"):
+        convert(np.zeros((4, 10), np.int8))
+    scaled = cpu(scalar_kernel("uint16"), "tile")
+    with pytest.raises(LaunchError, match=r"-1 is out of range for uint16 \[0, 65535\]"):
+        scaled(np.zeros(10, np.uint16), -1)
+    with pytest.raises(LaunchError, match=r"65536 is out of range for uint16"):
+        scaled(np.zeros(10, np.uint16), 65536)
+
+
+def hash_kernel(block=128):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1])
+    def fnv(X: T.Tensor((N,), T.uint32), H: T.Tensor((N,), T.uint32)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                h = (X[n] ^ 2166136261) * 16777619  # wraps modulo 2**32
+                H[n] = (h << 7) + (h >> 25) + 3000000000
+
+    return fnv
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_unsigned_arithmetic_wraps(level, rng):
+    x = rows_by_range(rng, "uint32", 50).reshape(-1)
+    got = cpu(hash_kernel(), level)(x)
+    mask = 2**32 - 1
+    want = []
+    for v in (int(v) for v in x):
+        h = ((v ^ 2166136261) * 16777619) & mask
+        want.append((((h << 7) & mask) + (h >> 25) + 3000000000) & mask)
+    assert got.tolist() == want
+
+
+def test_cuda_wrapping_arithmetic_is_unsigned_in_c():
+    """Signed overflow is undefined in C++: 32-bit products, sums and shifts that wrap are computed on
+    unsigned operands (index math is not: it is assumed not to overflow)."""
+    emitted = emitted_cuda(hash_kernel())
+    body = emitted.source[emitted.source.index('extern "C"'):]
+    products = re.findall(r"int (\w+) = \(int\)\(\(unsigned int\)\([\w.\[\]]+ \^ -2128831035\) \* 16777619u\);", body)
+    assert products, body
+    for h in products:  # a wrapped result feeds the next unsigned sum without casts back and forth
+        assert f"(int)(((unsigned int){h} << 7) + ((unsigned int){h} >> 25) + 3000000000u)" in body, body
+    nvrtc_compiles(emitted)

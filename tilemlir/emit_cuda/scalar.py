@@ -7,7 +7,11 @@ under `fast_math`. `half` and `__nv_bfloat16` arithmetic uses their C++
 operators (one rounding, like the IR); math functions on them, and all fp8
 arithmetic, compute in float and round once at the end. Integer ops read
 their operands as signed C types; unsigned and floor/ceil ops use the plain
-C form where both operands are proven non-negative, else an exact one.
+C form where both operands are proven non-negative, else an exact one. The
+IR's sized-integer add, sub, mul and shift left wrap, where signed C
+arithmetic would overflow (undefined behaviour): 32- and 64-bit ones, and
+every shift left, compute on unsigned C operands (`(int)((unsigned int)a *
+16777619u)`); `index` math stays plain (it is assumed not to overflow).
 """
 
 from __future__ import annotations
@@ -47,6 +51,9 @@ _CMPF = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt",
 _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 _ORDERED = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<="}
 _UNORDERED_NOT = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
+# Sized-integer ops that wrap in the IR but overflow (undefined behaviour) on signed C operands:
+# computed in unsigned C arithmetic. (`index` math is assumed not to overflow, docs/ir.md.)
+_WRAPPING = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.shli": "<<"}
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 
@@ -73,6 +80,7 @@ class ScalarOps:
         self.signs = signs
         self._prelude = prelude
         self._fast = fast_math
+        self._unsigned_forms: dict[CExpr, tuple[CExpr, int]] = {}  # `(int)(U-expr)` -> (U-expr, its bits)
 
     # -- entry point -----------------------------------------------------------------------
     def translate(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
@@ -261,6 +269,9 @@ class ScalarOps:
         result = self._int_binary(name, a, b, type_, nonneg)
         if result.value is not None:
             return C.int_lit(wrap_int(result.value, type_, self.types.index_bits))
+        folded = result.op is None or result is a or result is b  # `x * 1`, `x + 0`: nothing to wrap
+        if name in _WRAPPING and not folded and self._may_overflow(name, type_):
+            return self._wrapping(name, a, b, type_)
         width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
         if width < 32:  # C promotes to int: wrap back to the IR's width
             return C.cast(self.types.scalar(type_), result)
@@ -289,7 +300,7 @@ class ScalarOps:
             if name == "arith.shrui" and nonneg:
                 return C.binary(">>", a, b)
             right = b if name == "arith.shrui" else C.cast(unsigned, b)
-            return C.cast(self.types.scalar(type_), C.binary(op, C.cast(unsigned, a), right))
+            return self._signed(C.binary(op, C.cast(unsigned, a), right), type_)
         if name in ("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"):
             self._prelude.helper("division")
             fn = "tl_floordiv" if name == "arith.floordivsi" else "tl_ceildiv"
@@ -297,6 +308,40 @@ class ScalarOps:
                 return C.cast(self.types.scalar(type_), C.call(fn, C.cast(unsigned, a), C.cast(unsigned, b)))
             return C.call(fn, self.typed_int(a, type_), self.typed_int(b, type_))
         raise ValueError(f"'{name}' is not supported by the CUDA emitter")
+
+    @staticmethod
+    def _may_overflow(name: str, type_: ir.Type) -> bool:
+        """Whether C's `int` arithmetic on operands of `type_` can overflow where the IR wraps: 32- and
+        64-bit integers (narrower ones are promoted to int, where + - * fit), and any left shift (of a
+        negative value, or into the sign bit)."""
+        return isinstance(type_, ir.IntegerType) and (int_width(type_) >= 32 or name == "arith.shli")
+
+    def _wrapping(self, name: str, a: CExpr, b: CExpr, type_: ir.Type) -> CExpr:
+        """`a op b` modulo 2**width, as `(T)((U)a op (U)b)` with U the unsigned type of at least 32 bits."""
+        bits = max(int_width(type_), 32)
+        left = self._as_unsigned(a, bits)
+        right = b if name == "arith.shli" else self._as_unsigned(b, bits)
+        return self._signed(C.binary(_WRAPPING[name], left, right), type_)
+
+    def _signed(self, inner: CExpr, type_: ir.Type) -> CExpr:
+        """`inner`, computed in the unsigned C type of `type_`'s width (or int, below 32 bits), cast back
+        to the signed C type; an operand of a later unsigned computation reuses `inner` itself."""
+        result = C.cast(self.types.scalar(type_), inner)
+        width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+        if width >= 32:
+            self._unsigned_forms[result] = (inner, width)
+        return result
+
+    def _as_unsigned(self, e: CExpr, bits: int) -> CExpr:
+        """`e` as the unsigned C type of `bits` bits: a literal with a `u`/`ull` suffix, a wrapped result
+        without its cast back to signed, else a cast."""
+        if e.value is not None:
+            value = e.value % (1 << bits)
+            return C.CExpr(f"{value}{'u' if bits == 32 else 'ull'}", C.ATOM)
+        inner, inner_bits = self._unsigned_forms.get(e, (None, 0))
+        if inner_bits == bits:
+            return inner
+        return C.cast(self.types.unsigned(ir.IntegerType.get_signless(bits)), e)
 
     def _shift_base(self, name: str, a: CExpr, type_: ir.Type) -> CExpr:
         return self.typed_int(a, type_) if name == "arith.shli" else a
