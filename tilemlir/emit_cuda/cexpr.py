@@ -46,6 +46,8 @@ def atom(text: str) -> CExpr:
 
 def int_lit(value: int, wide: bool = False) -> CExpr:
     """An integer literal; `LL` when it does not fit in int (or `wide` asks for a long long)."""
+    if value == -(2**63):  # 9223372036854775808LL does not fit in long long: negating it is no literal
+        return CExpr("(-9223372036854775807LL - 1)", ATOM, value=value)
     suffix = "LL" if wide or not _INT32[0] <= value <= _INT32[1] else ""
     text = f"{value}{suffix}"
     return CExpr(text, UNARY if value < 0 else ATOM, value=value)

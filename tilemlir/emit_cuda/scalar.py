@@ -257,8 +257,8 @@ class ScalarOps:
         a, b = args
         type_ = element_type(op.operands[0].type)
         if predicate.startswith("u") and not self.signs.all_nonneg(*op.operands) and not is_bool(type_):
-            unsigned = self.types.unsigned(type_)
-            a, b = C.cast(unsigned, a), C.cast(unsigned, b)
+            width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+            a, b = self._as_unsigned(a, width), self._as_unsigned(b, width)
         return C.binary(_ICMP[predicate], a, b)
 
     def int_binary(self, name: str, args: list[CExpr], type_: ir.Type, operands: list[ir.Value]) -> CExpr:
@@ -299,8 +299,9 @@ class ScalarOps:
             op = {"arith.divui": "/", "arith.remui": "%", "arith.shrui": ">>"}[name]
             if name == "arith.shrui" and nonneg:
                 return C.binary(">>", a, b)
-            right = b if name == "arith.shrui" else C.cast(unsigned, b)
-            return self._signed(C.binary(op, C.cast(unsigned, a), right), type_)
+            width = self.types.index_bits if isinstance(type_, ir.IndexType) else int_width(type_)
+            right = b if name == "arith.shrui" else self._as_unsigned(b, width)
+            return self._signed(C.binary(op, self._as_unsigned(a, width), right), type_)
         if name in ("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"):
             self._prelude.helper("division")
             fn = "tl_floordiv" if name == "arith.floordivsi" else "tl_ceildiv"
@@ -333,11 +334,11 @@ class ScalarOps:
         return result
 
     def _as_unsigned(self, e: CExpr, bits: int) -> CExpr:
-        """`e` as the unsigned C type of `bits` bits: a literal with a `u`/`ull` suffix, a wrapped result
-        without its cast back to signed, else a cast."""
+        """`e` read as the unsigned C type of `bits` bits: a literal's unsigned value (with a `u`/`ull`
+        suffix from 32 bits), a result computed unsigned without its cast back to signed, else a cast."""
         if e.value is not None:
             value = e.value % (1 << bits)
-            return C.CExpr(f"{value}{'u' if bits == 32 else 'ull'}", C.ATOM)
+            return C.CExpr(f"{value}{ {32: 'u', 64: 'ull'}.get(bits, '')}", C.ATOM)
         inner, inner_bits = self._unsigned_forms.get(e, (None, 0))
         if inner_bits == bits:
             return inner
