@@ -41,8 +41,10 @@ def rows_by_range(rng, dtype, n):
     """Four rows: all below the top bit, all above it, mixed, and the full range including 0 and max."""
     info = np.iinfo(dtype)
     half = info.max // 2 + 1
-    rows = [rng.integers(1, half - 1, n, dtype=dtype), rng.integers(half + 1, info.max - 1, n, dtype=dtype, endpoint=True),
-            rng.integers(half - 3, half + 3, n, dtype=dtype), rng.integers(0, info.max, n, dtype=dtype, endpoint=True)]
+    rows = [rng.integers(1, half - 1, n, dtype=dtype),
+            rng.integers(half + 1, info.max - 1, n, dtype=dtype, endpoint=True),
+            rng.integers(half - 3, half + 3, n, dtype=dtype),
+            rng.integers(0, info.max, n, dtype=dtype, endpoint=True)]
     rows[3][[0, -1]] = [0, info.max]
     return np.stack(rows)
 
@@ -479,7 +481,8 @@ def test_cuda_element_conversions_of_narrow_unsigned_integers():
 
     inputs = {f"I{i}": src for i, (_, src, _, _) in enumerate(ELEMENT_CASTS)}
     outputs = {f"O{i}": dst for i, (_, _, dst, _) in enumerate(ELEMENT_CASTS)}
-    ops = "\n".join(f"      %O{i}_r = {op} %I{i}_v : {src} to {dst}" for i, (op, src, dst, _) in enumerate(ELEMENT_CASTS))
+    ops = "\n".join(f"      %O{i}_r = {op} %I{i}_v : {src} to {dst}"
+                    for i, (op, src, dst, _) in enumerate(ELEMENT_CASTS))
     emitted = emit_text(elementwise_module(inputs, outputs, ops))
     for i, (_, _, _, expected) in enumerate(ELEMENT_CASTS):
         text = normalized(emitted.source, f"I{i}").replace(f"I{i}_v", "X_v")
