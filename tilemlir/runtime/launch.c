@@ -529,7 +529,7 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
       } else if (env[-want - 1] != extent) {
         return slow(self);
       }
-      numel *= extent;
+      if (__builtin_mul_overflow(numel, extent, &numel)) return slow(self);
     }
     uint64_t address = (uint64_t)(uintptr_t)t.data + t.byte_offset;
     if ((spec->align > 1 && address % (uint64_t)spec->align) || (self->limit32 && numel >= INT32_LIMIT))
@@ -561,7 +561,8 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
     int64_t numel = 1;
     for (int d = 0; d < spec->ndim; ++d) {
       shapes[k][d] = spec->dims[d] >= 0 ? spec->dims[d] : env[-spec->dims[d] - 1];
-      numel *= shapes[k][d];
+      /* symbols bound by empty inputs can be huge: a wrapped count would slip under the limit */
+      if (__builtin_mul_overflow(numel, shapes[k][d], &numel)) return slow(self);
     }
     if (self->limit32 && numel >= INT32_LIMIT) return slow(self);
   }

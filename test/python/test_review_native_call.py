@@ -1,0 +1,44 @@
+"""Review findings on the native call plan (launch.c's `CallPlan`), with the fake DLPack
+provider and driver of test_runtime_native_call.py."""
+
+import pytest
+
+from tilemlir.errors import LaunchError
+from tilemlir.runtime.checks import ArgumentBinder
+from tilemlir.runtime.signature import KernelSignature, TensorParam
+
+from test_runtime_native_call import FakeTensor, ext, harness, provider  # noqa: F401
+
+
+def matmul_shape_signature():
+    """c (M, N) from a (M, K) and b (K, N), 32-bit indices: the output's dims come from two inputs."""
+    params = (TensorParam("a", "float32", ("M", "K"), written=False),
+              TensorParam("b", "float32", ("K", "N"), written=False), TensorParam("c", "float32", ("M", "N")))
+    return KernelSignature(name="mm", params=params, symbols=("M", "K", "N"), grid=("1", "1", "1"),
+                           block=(32, 1, 1), cuda_params=("a", "b", "c", "M", "K", "N"), out_idx=(2,),
+                           index_bits=32)
+
+
+@pytest.mark.parametrize("M, N", [(2**32, 2**32), (2**31, 2**33), (2**62, 2**40)])
+def test_an_output_whose_element_count_overflows_int64_is_not_launched(harness, M, N):
+    """Empty inputs bind huge symbols (torch allows a (2**32, 0) tensor); the output's element
+    count M * N then overflows int64. The general path rejects it (beyond 32-bit indexing), so
+    the plan must hand it back rather than wrap the count below the limit and launch."""
+    sig = matmul_shape_signature()
+    a, b = FakeTensor((M, 0)), FakeTensor((0, N))
+    with pytest.raises(LaunchError, match="beyond the kernel's 32-bit indexing"):
+        ArgumentBinder(sig).output_shapes([M, 0, N])  # env: M, K, N
+    h = harness(sig)
+    h.slow(a, b)
+
+
+def test_an_input_whose_element_count_overflows_int64_is_not_launched(harness):
+    """An input's dims whose product overflows int64 (only an empty torch tensor can have such
+    dims, but the plan may not rely on that): the general path compares the true count."""
+    sig = KernelSignature(name="total", params=(TensorParam("a", "int8", ("M", "N", "K")),
+                                                TensorParam("r", "int64", (2,))),
+                          symbols=("M", "N", "K"), grid=("1", "1", "1"), block=(32, 1, 1),
+                          cuda_params=("a", "r", "M", "N", "K"), out_idx=(1,), index_bits=32)
+    h = harness(sig)
+    h.slow(FakeTensor((2**32, 2**32, 1), "int8"))
+
