@@ -1,13 +1,19 @@
 """Review findings on the native call plan (launch.c's `CallPlan`), with the fake DLPack
 provider and driver of test_runtime_native_call.py."""
 
+import gc
+import weakref
+
 import pytest
 
 from tilemlir.errors import LaunchError
 from tilemlir.runtime.checks import ArgumentBinder
+from tilemlir.runtime.fastpath import SLOW
+from tilemlir.runtime.kernel import stream_handle
+from tilemlir.runtime.native_call import plan_spec
 from tilemlir.runtime.signature import KernelSignature, TensorParam
 
-from test_runtime_native_call import FakeTensor, ext, harness, provider  # noqa: F401
+from test_runtime_native_call import Driver, FakeTensor, copy_signature, ext, harness, provider  # noqa: F401
 
 
 def matmul_shape_signature():
@@ -41,4 +47,26 @@ def test_an_input_whose_element_count_overflows_int64_is_not_launched(harness):
                           cuda_params=("a", "r", "M", "N", "K"), out_idx=(1,), index_bits=32)
     h = harness(sig)
     h.slow(FakeTensor((2**32, 2**32, 1), "int8"))
+
+
+class _Owner:
+    """What CompiledKernel is to its plan: it holds the plan, and the plan holds its bound method."""
+
+    def launch_failed(self, code, grid, shared):
+        raise RuntimeError(code)
+
+
+def test_a_plan_in_a_reference_cycle_is_collected(ext, provider):
+    """CompiledKernel -> NativeCall -> CallPlan -> kernel._launch_failed -> CompiledKernel is a cycle;
+    the plan must take part in garbage collection, or every kernel with a native plan (and its
+    loaded CUDA modules) lives forever."""
+    owner = _Owner()
+    owner.driver = Driver(copy_signature())
+    owner.plan = ext.CallPlan(plan_spec(copy_signature()), FakeTensor.__dlpack_c_exchange_api__, FakeTensor, SLOW,
+                              stream_handle, owner.launch_failed, owner.driver.get_context_address,
+                              owner.driver.launch_address)
+    alive = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert alive() is None
 

@@ -231,12 +231,30 @@ static int validate_program(const int64_t* program) {
   return depth == 1;
 }
 
+/* The plan takes part in garbage collection: a kernel holds its plan, and the plan holds the
+   kernel's bound launch_failed, a cycle that reference counting alone never frees. */
+static int plan_traverse(CallPlan* self, visitproc visit, void* arg) {
+  Py_VISIT(self->capsule);
+  Py_VISIT(self->tensor_type);
+  Py_VISIT(self->slow);
+  Py_VISIT(self->stream_handle);
+  Py_VISIT(self->launch_failed);
+  return 0;
+}
+
+static int plan_clear(CallPlan* self) {
+  self->api = NULL;  /* the capsule that kept it alive goes: calls are refused from now on */
+  Py_CLEAR(self->capsule);
+  Py_CLEAR(self->tensor_type);
+  Py_CLEAR(self->slow);
+  Py_CLEAR(self->stream_handle);
+  Py_CLEAR(self->launch_failed);
+  return 0;
+}
+
 static void plan_dealloc(CallPlan* self) {
-  Py_XDECREF(self->capsule);
-  Py_XDECREF(self->tensor_type);
-  Py_XDECREF(self->slow);
-  Py_XDECREF(self->stream_handle);
-  Py_XDECREF(self->launch_failed);
+  PyObject_GC_UnTrack(self);
+  plan_clear(self);
   PyMem_Free(self->alias);
   PyMem_Free(self->code);
   Py_TYPE(self)->tp_free((PyObject*)self);
@@ -680,11 +698,14 @@ static PyTypeObject CallPlanType = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "_tilemlir_launch.CallPlan",
   .tp_basicsize = sizeof(CallPlan),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
   .tp_doc = "A kernel's checked call and launch, compiled from its signature (see native_call.py)",
   .tp_new = PyType_GenericNew,
   .tp_init = (initproc)plan_init,
   .tp_dealloc = (destructor)plan_dealloc,
+  .tp_traverse = (traverseproc)plan_traverse,
+  .tp_clear = (inquiry)plan_clear,
+  .tp_free = PyObject_GC_Del,
   .tp_methods = plan_methods,
 };
 
