@@ -171,3 +171,16 @@ def test_adjacent_row_checks_merge_into_one_region():
     first = final[final.index(launch_body_ifs[0]):]
     loops_before_else = first[:first.index("} else {")].count("scf.for %arg14 = %c0 to %c3")
     assert loops_before_else == 2
+
+
+def test_tuned_rows_apply_only_where_measured_and_only_to_defaults():
+    from tilemlir.kernels.config import TUNED_ROWS, tuned
+
+    assert TUNED_ROWS[("layernorm", 7168, "bfloat16")] == (8, 4)
+    assert tuned("layernorm", 7168, "bfloat16", None, None, 2) == (8, 4)
+    assert tuned("layernorm", 8192, "bfloat16", None, None, 2) == (2, None)
+    assert tuned("layernorm", 7168, "float16", None, None, 2) == (2, None)
+    assert tuned("layernorm", 7168, "bfloat16", 2, None, 2) == (2, 4)  # the caller's max_chunks wins
+    assert tuned("layernorm", 7168, "bfloat16", None, 1, 2) == (8, 1)  # and its min_blocks
+    source = norm.layernorm(N=7168).artifact.cuda_source()
+    assert 'void __launch_bounds__(128, 4) layernorm_kernel(' in source

@@ -29,6 +29,23 @@ MAX_THREADS_PER_SM = 2048  # resident threads per multiprocessor (sm_90): bounds
 NARROW_ROWS_MIN_BLOCKS = 8
 
 
+# Row widths the general rule serves badly, with the block shape benchmarks/sweep_rows.py measured
+# best there on the H200: (factory, N, dtype) -> (max_chunks, min_blocks). At 4001 x 7168:
+# - layernorm: 128 threads x 7 chunks, 4 blocks per SM: 34.7 us, no spill. The default 448 threads
+#   run 38.1 us uncapped (3 blocks fit), and capped at 4 blocks (34.4 us) spill 8 bytes.
+# - quant_row_fp8: 128 threads x 7 chunks, 2 blocks: 26.6 us against 27.4 with 224 threads
+#   (Triton 26.3-26.6); the same shape is 2.6% slower at 8192 columns, hence per width.
+TUNED_ROWS = {("layernorm", 7168, "bfloat16"): (8, 4), ("quant_row_fp8", 7168, "bfloat16"): (8, 2)}
+
+
+def tuned(factory: str, N: int, dtype: str, max_chunks: int | None, min_blocks: int | None,
+          default_chunks: int) -> tuple[int, int | None]:
+    """(max_chunks, min_blocks): the caller's values where given, else TUNED_ROWS's for this row
+    width, else `default_chunks` and no min_blocks (the factory's own rule then applies)."""
+    chunks, blocks = TUNED_ROWS.get((factory, N, dtype), (default_chunks, None))
+    return (chunks if max_chunks is None else max_chunks, blocks if min_blocks is None else min_blocks)
+
+
 @dataclass(frozen=True)
 class RowConfig:
     threads: int

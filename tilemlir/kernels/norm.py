@@ -12,7 +12,7 @@ residual and then run the same normalization (`@T.macro`s below) as the plain on
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, tuned
 
 
 @T.macro
@@ -116,8 +116,9 @@ LAYERNORM_MIN_BLOCKS = 4
 
 
 @tilemlir.jit(out_idx=[3])
-def layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
+def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
     M = T.symbolic("M")
+    max_chunks, min_blocks = tuned("layernorm", N, dtype, max_chunks, min_blocks, MAX_CHUNKS_PER_THREAD)
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
     resident = cfg.min_blocks(min_blocks, LAYERNORM_MIN_BLOCKS)

@@ -21,7 +21,7 @@ values are within ~2^-100 of zero. An all-zero row (or block) gets a tiny scale 
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import row_config
+from tilemlir.kernels.config import row_config, tuned
 
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
@@ -29,10 +29,12 @@ GROUP = 128
 BLOCK_ROWS = 32
 
 
-# max_chunks=4: 53.7 us against 57.3 us with 2 at 8192 x 8192 (benchmarks/sweep_rows.py on the H200).
+# max_chunks=4 by default: 53.7 us against 57.3 us with 2 at 8192 x 8192 (benchmarks/sweep_rows.py on the H200);
+# config.TUNED_ROWS overrides it for widths measured to do better otherwise.
 @tilemlir.jit(out_idx=[1, 2])
-def quant_row_fp8(N, dtype="bfloat16", max_chunks=4, min_blocks=None):
+def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
     M = T.symbolic("M")
+    max_chunks, min_blocks = tuned("quant_row_fp8", N, dtype, max_chunks, min_blocks, 4)
     cfg = row_config(N, dtype, max_chunks)
     block_M = cfg.block_M
 
