@@ -70,3 +70,16 @@ def test_a_plan_in_a_reference_cycle_is_collected(ext, provider):
     gc.collect()
     assert alive() is None
 
+
+
+def test_a_symbol_beyond_32_bits_bound_by_empty_tensors_is_not_launched(harness):
+    """M = 2**31 from a (2**31, 0) tensor: every element count is 0, but M itself is a 32-bit
+    kernel parameter; the general path refuses it, so the plan hands the call back."""
+    sig = KernelSignature(name="rows", params=(TensorParam("a", "float32", ("M", "K"), written=False),
+                                               TensorParam("b", "float32", ("M", "K"))),
+                          symbols=("M", "K"), grid=("(M + 127) // 128", "1", "1"), block=(128, 1, 1),
+                          cuda_params=("a", "b", "M", "K"), index_bits=32)
+    h = harness(sig)
+    h.slow(FakeTensor((2**31, 0)), FakeTensor((2**31, 0)))
+    _, record = h.launch(FakeTensor((2**31 - 1, 0)), FakeTensor((2**31 - 1, 0)))
+    assert record["grid"] == ((2**31 - 1 + 127) // 128, 1, 1)

@@ -145,6 +145,19 @@ def test_element_count_limit_for_32_bit_indexing():
     bind(args, sig=matmul_like(index_bits=64))
 
 
+def test_symbols_must_fit_32_bit_indexing_even_when_every_tensor_is_empty():
+    """M = 2**31 bound by empty tensors passes every element count but would reach the kernel
+    truncated to int32; the binder refuses it, and a 64-bit kernel takes it."""
+    args = [FakeCudaArray((2**31, 0)), FakeCudaArray((0,)), 0.5, 3]
+    assert launch_error(args, sig=matmul_like(index_bits=32)) == (
+        "symbol M = 2147483648 exceeds the kernel's 32-bit indexing (at most 2147483647); "
+        "compile it with 64-bit indices")
+    args[0] = FakeCudaArray((2**31 - 1, 0))
+    bind(args, sig=matmul_like(index_bits=32))
+    args[0] = FakeCudaArray((2**31, 0))
+    bind(args, sig=matmul_like(index_bits=64))
+
+
 def test_scalars_must_convert_to_their_dtype():
     args = good_args()
     args[2] = "0.5"

@@ -560,3 +560,15 @@ def test_native_launcher_is_built_once_into_the_cache_and_optional(monkeypatch, 
     stamp = library.stat().st_mtime_ns
     monkeypatch.setattr(native.shutil, "which", lambda name: None)  # loads what is there, compiles nothing
     assert native._build_and_import() is not None and library.stat().st_mtime_ns == stamp
+
+
+def test_fast_path_source_refuses_symbols_beyond_32_bits():
+    """The Python fast path checks each symbol against the 32-bit limit, as the binder does."""
+    sig = KernelSignature(name="rows", params=(TensorParam("a", "float32", ("M", "K")),),
+                          symbols=("M", "K"), grid=("M", "1", "1"), block=(32, 1, 1),
+                          cuda_params=("a", "M", "K"), index_bits=32)
+    source = fast_call_source(sig, native=True)
+    assert "if s_M >= 2147483648 or s_K >= 2147483648:\n            return SLOW" in source
+    wide = KernelSignature(name="rows", params=sig.params, symbols=sig.symbols, grid=sig.grid, block=sig.block,
+                           cuda_params=sig.cuda_params, index_bits=64)
+    assert "2147483648" not in fast_call_source(wide, native=True)

@@ -146,6 +146,8 @@ class ArgumentBinder:
             if device is not None and desc.device is not None and desc.device != device:
                 raise LaunchError(f"argument {name!r}: expected an array on {device_name(device)} "
                                   f"(the current device), got one on {device_name(desc.device)}")
+        if self._index_limit is not None:
+            self._check_symbol_limits(env)
         if self._alias_pairs:
             _check_aliasing(self._alias_pairs, values)
         for pos, name, dtype, convert, slot in self._scalar_checks:
@@ -163,6 +165,14 @@ class ArgumentBinder:
             if got is not None and got != device:
                 raise LaunchError(f"argument {name!r}: expected an array on {device_name(device)} "
                                   f"(the current device), got one on {device_name(got)}")
+
+    def _check_symbol_limits(self, env: list[Any]) -> None:
+        """Symbols are 32-bit kernel parameters too: one bound only by empty tensors (M x 0) passes
+        every element count and would reach the kernel truncated."""
+        for slot, symbol in enumerate(self.signature.symbols):
+            if env[slot] >= self._index_limit:
+                raise LaunchError(f"symbol {symbol} = {env[slot]} exceeds the kernel's 32-bit indexing "
+                                  f"(at most {self._index_limit - 1}); compile it with 64-bit indices")
 
     def _check_assumes(self, env: list[Any]) -> None:
         for expr, fn in zip(self._exprs.assumes, self._exprs.assume_fns):

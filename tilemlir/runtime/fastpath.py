@@ -210,6 +210,8 @@ def _checks(sig: KernelSignature, inputs: list, tensors: list[TensorParam]) -> t
     limited: set[str] = set()
     for p in tensors:
         lines += _tensor_checks(p, bound, limited, limit)
+    if limit is not None and sig.symbols:
+        lines += [f"if {' or '.join(f's_{s} >= {limit}' for s in sig.symbols)}:", "    return SLOW"]
     lines += _alias_checks(tensors)
     for pos, p in enumerate(inputs):
         if isinstance(p, ScalarParam):

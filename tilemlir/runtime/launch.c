@@ -555,8 +555,8 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
     data[index] = address;
     bytes[index] = numel * spec->itemsize;
   }
-  for (int i = 0; i < self->n_symbols; ++i)
-    if (!bound[i]) return slow(self);
+  for (int i = 0; i < self->n_symbols; ++i)  /* a symbol is a kernel parameter: 32 bits with limit32 */
+    if (!bound[i] || (self->limit32 && env[i] >= INT32_LIMIT)) return slow(self);
   for (int i = 0; i < self->n_alias; ++i) {
     int a = self->alias[i][0], b = self->alias[i][1];
     if (bytes[a] && bytes[b] && data[a] < data[b] + (uint64_t)bytes[b] && data[b] < data[a] + (uint64_t)bytes[a])
