@@ -109,8 +109,7 @@ def test_to_postfix_of_truth_values_only_where_truth_is_asked(text, steps):
 @pytest.mark.parametrize("text", [
     "M + 0.5", "M * 2.0", "M > 0.5", "max(M, 1.5)", "1.0",  # floats
     "M + P", "P > 0",  # a name outside the slots
-    "(M > 0) + 1", "(M and N) * 2", "-(M > 0)", "+(M < N)", "min(M > 0, 1)", "(M or N) == 1", "True + 1",
-    "M < (N > 0)",  # arithmetic or comparison on a truth value
+    "(M and N) * 2", "min(M > 0, 1)", "(M or N) == 1",  # and/or's operand value, min's bool operand
     "9223372036854775808", "-9223372036854775808", "M > 1180591620717411303424",  # constants beyond int64
 ])
 def test_to_postfix_refuses_what_it_cannot_compute_exactly(text):
@@ -120,3 +119,25 @@ def test_to_postfix_refuses_what_it_cannot_compute_exactly(text):
 
 def test_to_postfix_reads_the_given_slots():
     assert Expr("b - a").to_postfix({"a": 7, "b": 63}) == [("load", 63), ("load", 7), ("-",)]
+
+
+
+@pytest.mark.parametrize("text, steps", [
+    ("(M > 0) + 1", [("load", 0), ("const", 0), (">",), ("const", 1), ("+",)]),
+    ("-(M > 0)", [("load", 0), ("const", 0), (">",), ("neg",)]),
+    ("+(M < N)", [("load", 0), ("load", 1), ("<",)]),
+    ("True + 1", [("const", 1), ("const", 1), ("+",)]),
+    ("M + (N > 0)", [("load", 0), ("load", 1), ("const", 0), (">",), ("+",)]),
+    ("flag * M", [("load", 3), ("load", 0), ("*",)]),
+])
+def test_python_bools_are_0_and_1_in_arithmetic(text, steps):
+    """A comparison's or a bool name's value is exactly 0 or 1, as Python's True/False in arithmetic."""
+    assert Expr(text).to_postfix(SLOTS | {"flag": 3}, bool_names=frozenset({"flag"})) == steps
+
+
+@pytest.mark.parametrize("text", ["M > 0", "flag", "not M", "True"])
+def test_a_bool_is_no_int_value(text):
+    """The general path refuses a grid extent of True (not an int), so the plan may not compute one."""
+    slots, bools = SLOTS | {"flag": 3}, frozenset({"flag"})
+    assert Expr(text).to_postfix(slots, bool_names=bools) is None
+    assert Expr(text).to_postfix(slots, boolean=True, bool_names=bools) is not None

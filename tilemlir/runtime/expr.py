@@ -118,18 +118,21 @@ class Expr:
         keep Python's floor semantics (see the exported host launcher)."""
         return _to_c(self._root, rename)
 
-    def to_postfix(self, slots: Mapping[str, int], boolean: bool = False) -> list[tuple] | None:
+    def to_postfix(self, slots: Mapping[str, int], boolean: bool = False,
+                   bool_names: frozenset[str] = frozenset()) -> list[tuple] | None:
         """The expression as postfix steps over 64-bit ints, for the native call
         plan: ("const", v), ("load", slot), (operator,) for ``+ - * // % neg not``
         and the comparisons, (name, count) for ``min max and or``.
 
         `boolean`: only the truth of the value matters (an assume); otherwise the
-        value must be an int. None when the steps would not compute what `closure`
-        does: a float or a name outside `slots`, arithmetic on a comparison's or
-        and/or's result (the steps give 0 or 1 where Python gives an operand)."""
+        value must be an int (a bool is not: the general path rejects a grid of
+        True). `bool_names`: the names in `slots` that hold Python bools (0 or 1).
+        None when the steps would not compute what `closure` does: a float or a
+        name outside `slots`, a non-int where an int is needed, arithmetic on an
+        and/or result (the steps give 0 or 1 where Python gives an operand)."""
         steps: list[tuple] = []
-        kind = _postfix(self._root, slots, steps)
-        return steps if kind == "int" or (boolean and kind == "bool") else None
+        kind = _postfix(self._root, slots, steps, bool_names)
+        return steps if kind == "int" or (boolean and kind is not None) else None
 
     def to_python(self, rename: Callable[[str], str]) -> str:
         """Python source for the expression with names spelled by `rename`
@@ -244,8 +247,10 @@ _POSTFIX_BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"
 _POSTFIX_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
-def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple]) -> str | None:
-    """Appends `node`'s steps; its kind: "int", "bool" (a truth value as 0 or 1), or None (not expressible)."""
+def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple], bools: frozenset[str]) -> str | None:
+    """Appends `node`'s steps; its kind: "int", "bool" (a Python bool: exactly 0 or 1), "truth"
+    (and/or, whose Python value is an operand: only its truth is right), or None (not expressible)."""
+    numeric = ("int", "bool")  # Python arithmetic takes bools as 0 and 1
     if isinstance(node, ast.Constant):
         if type(node.value) not in (int, bool) or not -(2**63) <= node.value < 2**63:
             return None
@@ -255,18 +260,19 @@ def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple]) -> str
         if node.id not in slots:
             return None
         steps.append(("load", slots[node.id]))
-        return "int"
+        return "bool" if node.id in bools else "int"
     if isinstance(node, ast.BinOp):
-        if _postfix(node.left, slots, steps) != "int" or _postfix(node.right, slots, steps) != "int":
+        if (_postfix(node.left, slots, steps, bools) not in numeric
+                or _postfix(node.right, slots, steps, bools) not in numeric):
             return None
         steps.append((_POSTFIX_BINARY[type(node.op)],))
         return "int"
     if isinstance(node, ast.UnaryOp):
-        kind = _postfix(node.operand, slots, steps)
+        kind = _postfix(node.operand, slots, steps, bools)
         if isinstance(node.op, ast.Not):
             steps.append(("not",))
             return None if kind is None else "bool"
-        if kind != "int":
+        if kind not in numeric:
             return None
         if isinstance(node.op, ast.USub):
             steps.append(("neg",))
@@ -274,20 +280,21 @@ def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple]) -> str
     if isinstance(node, ast.Compare):
         operands = [node.left, *node.comparators]
         for left, op, right in zip(operands, node.ops, operands[1:]):
-            if _postfix(left, slots, steps) != "int" or _postfix(right, slots, steps) != "int":
+            if (_postfix(left, slots, steps, bools) not in numeric
+                    or _postfix(right, slots, steps, bools) not in numeric):
                 return None
             steps.append((_POSTFIX_COMPARE[type(op)],))
         if len(node.ops) > 1:
             steps.append(("and", len(node.ops)))
         return "bool"
     if isinstance(node, ast.BoolOp):
-        if any(_postfix(v, slots, steps) is None for v in node.values):
+        if any(_postfix(v, slots, steps, bools) is None for v in node.values):
             return None
         steps.append(("and" if isinstance(node.op, ast.And) else "or", len(node.values)))
-        return "bool"
+        return "truth"
     assert isinstance(node, ast.Call)
-    if any(_postfix(a, slots, steps) != "int" for a in node.args):
-        return None
+    if any(_postfix(a, slots, steps, bools) != "int" for a in node.args):
+        return None  # min/max return an operand: of bools, a bool
     steps.append((node.func.id, len(node.args)))  # type: ignore[attr-defined]
     return "int"
 

@@ -112,8 +112,9 @@ def plan_spec(signature: KernelSignature, device_type: int = KDL_CUDA) -> bytes 
     integer_slots = dict(symbol_index)
     integer_slots.update((p.name, len(sig.symbols) + k) for k, p in enumerate(scalars)
                          if DTYPES[p.dtype].kind != "float")
-    programs = [_program(e, integer_slots, False) for e in (*sig.exprs.grid, sig.exprs.shared)]
-    programs += [_program(e, integer_slots, True) for e in sig.exprs.assumes]
+    bool_names = frozenset(p.name for p in scalars if DTYPES[p.dtype].kind == "bool")
+    programs = [_program(e, integer_slots, False, bool_names) for e in (*sig.exprs.grid, sig.exprs.shared)]
+    programs += [_program(e, integer_slots, True, bool_names) for e in sig.exprs.assumes]
     if any(p is None for p in programs) or len(programs) > MAX_ENV:
         return None
     outputs = {sig.params[i].name for i in sig.out_idx}
@@ -141,8 +142,9 @@ def plan_spec(signature: KernelSignature, device_type: int = KDL_CUDA) -> bytes 
     return array("q", words).tobytes()
 
 
-def _program(expr: Any, slots: dict[str, int], boolean: bool) -> list[int] | None:
-    steps = expr.to_postfix(slots, boolean)
+def _program(expr: Any, slots: dict[str, int], boolean: bool,
+             bool_names: frozenset[str] = frozenset()) -> list[int] | None:
+    steps = expr.to_postfix(slots, boolean, bool_names)
     if steps is None:
         return None
     words, depth = [], 0
