@@ -24,6 +24,8 @@ erased, so no op is freed while a pass still holds terms keyed by values.
 
 from __future__ import annotations
 
+import z3
+
 from tilemlir.analysis.accesses import ops_where
 from tilemlir.mlir import ir
 from tilemlir.passes import diag
@@ -228,6 +230,58 @@ def clone_slice(
     result = clone.results[value.result_number]
     mapping[value] = result
     return result
+
+
+def symbol_dims(terms, roots: list[ir.Value], within: ir.Operation, ip, loc) -> dict:
+    """A `clone_slice` mapping that reads every extent a symbol names from that symbol's first tensor.
+
+    Each `memref.dim` that the slice of `roots` inside `within` reads, and that
+    `terms` (the function's `IndexTerms`) gives a symbol's variable (`tile.arg_dims`),
+    maps to a `memref.dim` of the first argument that symbol sizes, built at `ip`.
+    Checks of two tensors of one length then compute the same value, which cse
+    makes one SSA value, so canonicalize merges the `scf.if`s built on them.
+
+    Sound because tensors sharing a symbol have equal extents at run time: every
+    launch path checks it before the kernel runs (`runtime/checks.py` `bind` raises,
+    the Python fast path and the native call plan answer SLOW), and the prover
+    already gives both extents one variable, so no proof depends on which is read.
+    """
+    mapping: dict = {}
+    first: dict = {}
+    stack, seen = list(roots), set()
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        op = defining_op(value)
+        if op is None:
+            continue
+        if op.name == "memref.dim":
+            symbol = _symbol_of(terms, value)
+            if symbol is not None:
+                if symbol not in first:
+                    first[symbol] = _first_dim(terms, symbol, ip, loc)
+                mapping[value] = first[symbol]
+            continue
+        if inside(op, within):
+            stack.extend(op.operands)
+    return mapping
+
+
+def _symbol_of(terms, value: ir.Value) -> str | None:
+    term = terms.int_term(value)
+    name = term.decl().name() if z3.is_const(term) and not z3.is_int_value(term) else ""
+    return name[len("sym."):] if name.startswith("sym.") else None
+
+
+def _first_dim(terms, symbol: str, ip, loc) -> ir.Value:
+    arguments = terms.func.regions[0].blocks[0].arguments
+    for index, dims in enumerate(terms.arg_dims):
+        if isinstance(dims, list) and symbol in dims:
+            operands = [arguments[index], index_constant(dims.index(symbol), ip, loc)]
+            return ir.Operation.create("memref.dim", results=[ir.IndexType.get()], operands=operands, loc=loc, ip=ip).result
+    raise ValueError(f"symbol {symbol} sizes no argument")
 
 
 # -- running -------------------------------------------------------------------

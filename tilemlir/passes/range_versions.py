@@ -30,7 +30,7 @@ from tilemlir.analysis.index_terms import floor_div
 from tilemlir.analysis.prover import Prover
 from tilemlir.dialects.tile import constant_int
 from tilemlir.mlir import ir
-from tilemlir.passes.guards import Graveyard, binary, clone_slice, defining_op, hoistable, index_constant, inside
+from tilemlir.passes.guards import Graveyard, binary, clone_slice, hoistable, index_constant, inside, symbol_dims
 
 LAST, FIRST = "last", "first"
 
@@ -137,7 +137,8 @@ class Conditions:
         """`condition` computed at `ip` (before the loop); None when Z3 does not prove that the
         value built implies the check (the clones are then left to `graveyard`)."""
         leaf = condition.leaf
-        mapping = self._symbol_dims([leaf] + [v for loop in condition.chain for v in _bounds(loop)], ip, loc)
+        roots = [leaf] + [v for loop in condition.chain for v in _bounds(loop)]
+        mapping = symbol_dims(self.prover.terms, roots, self.loop, ip, loc)
         for loop, corner in reversed(list(zip(condition.chain, condition.corners))):  # outer values feed inner bounds
             lb, ub, step = (clone_slice(v, self.loop, mapping, ip, graveyard) for v in _bounds(loop))
             extreme = _extreme_value(lb, ub, step, corner, ip, loc)
@@ -150,46 +151,6 @@ class Conditions:
                 graveyard.note_operand(value)
                 return None
         return value
-
-    def _symbol_dims(self, roots: list, ip, loc) -> dict:
-        """A mapping of each `memref.dim` that a slice of `roots` reads and that a symbol names,
-        to that symbol's first tensor's dim, read at `ip`."""
-        mapping, canonical, seen = {}, {}, set()
-        stack = list(roots)
-        while stack:
-            value = stack.pop()
-            if value in seen:
-                continue
-            seen.add(value)
-            op = defining_op(value)
-            if op is None:
-                continue
-            if op.name == "memref.dim":
-                symbol = self._symbol_of(value)
-                if symbol is not None:
-                    if symbol not in canonical:
-                        canonical[symbol] = self._first_dim(symbol, ip, loc)
-                    mapping[value] = canonical[symbol]
-                continue
-            if inside(op, self.loop):
-                stack.extend(op.operands)
-        return mapping
-
-    def _symbol_of(self, value: ir.Value) -> str | None:
-        term = self.prover.terms.int_term(value)
-        name = term.decl().name() if z3.is_const(term) and not z3.is_int_value(term) else ""
-        return name[len("sym."):] if name.startswith("sym.") else None
-
-    def _first_dim(self, symbol: str, ip, loc) -> ir.Value:
-        terms = self.prover.terms
-        arguments = terms.func.regions[0].blocks[0].arguments
-        for index, dims in enumerate(terms.arg_dims):
-            if isinstance(dims, list) and symbol in dims:
-                dim = dims.index(symbol)
-                results = [ir.IndexType.get()]
-                operands = [arguments[index], index_constant(dim, ip, loc)]
-                return ir.Operation.create("memref.dim", results=results, operands=operands, loc=loc, ip=ip).result
-        raise ValueError(f"symbol {symbol} sizes no argument")
 
 
 def _op(owner) -> ir.Operation:
