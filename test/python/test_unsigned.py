@@ -684,3 +684,48 @@ def test_cuda_int64_minimum_literal():
     emitted = emit_text(elementwise_module({"X": "i64"}, {"Y": "i64"}, ops))
     assert "Y[bx * 64 + tx] = X_v ^ (-9223372036854775807LL - 1);" in normalized(emitted.source, "X")
     nvrtc_compiles(emitted)
+
+
+# -- grid extents from narrow unsigned scalars divided by constants with the top bit set --------------------------
+
+
+def narrow_grid_kernel(dtype, divisor):
+    half = 1 << (np.iinfo(dtype).bits - 1)  # as an int8/int16 constant: the most negative value
+
+    @tilemlir.jit(out_idx=[1])
+    def blocks(X: T.Tensor((4, 4), T.float32), Y: T.Tensor((4, 4), T.float32), n: T.dtype(dtype)):
+        with T.Kernel(T.ceildiv(n, divisor), n // half, threads=32) as (bx, by):
+            for i in T.Parallel(32):
+                if i == 0:
+                    Y[by, bx] = X[by, bx] * 2.0
+
+    return blocks
+
+
+NARROW_GRIDS = [("uint8", 128, (200, 255)), ("uint8", 200, (200, 255)),
+                ("uint16", 32768, (40000, 65535)), ("uint16", 40000, (40000, 65535))]
+
+
+@pytest.mark.parametrize("dtype, divisor, values", NARROW_GRIDS)
+def test_grid_from_a_narrow_unsigned_scalar_and_a_large_divisor(dtype, divisor, values, rng):
+    """`divisor` and 2**(bits-1) are negative as int8/int16 constants: read signed, the grid would be 0 or
+    negative blocks (or, before the fix, no grid formula at all)."""
+    from tilemlir.runtime.signature import KernelSignature, SignatureExprs
+
+    half = 1 << (np.iinfo(dtype).bits - 1)
+    signature = emitted_cuda(narrow_grid_kernel(dtype, divisor)).signature
+    assert signature.grid == (f"(n + {divisor - 1}) // {divisor}", f"n // {half}", "1")
+    grid_fns = SignatureExprs(KernelSignature.from_json(signature.to_json())).grid_fns  # what the runtime runs
+    x = rng.standard_normal((4, 4)).astype(np.float32) + 10
+    for n in values:
+        blocks = (-(-n // divisor), n // half)
+        assert tuple(f([n]) for f in grid_fns) == (*blocks, 1)
+        for level in LEVELS:
+            y = cpu(narrow_grid_kernel(dtype, divisor), level)(x, n)
+            written = ~np.isnan(y)
+            assert written.sum() == blocks[0] * blocks[1] and written[:blocks[1], :blocks[0]].all(), (n, level, y)
+            assert np.array_equal(y[written], 2 * x[written])
+
+
+def test_narrow_unsigned_grid_kernel_compiles():
+    nvrtc_compiles(emitted_cuda(narrow_grid_kernel("uint8", 200)))

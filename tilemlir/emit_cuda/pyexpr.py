@@ -7,7 +7,9 @@ where both operands are proven non-negative, where Python's floor
 semantics agree. An unsigned scalar parameter is non-negative here (the
 runtime computes grids with its Python value), though not in device code,
 where its C value is signed; an unsigned cast passes a value through only
-when it is non-negative in that sense.
+when it is non-negative in that sense. An integer constant read by an
+unsigned op (`ceildivui`, `index_castui`, ...) is its bits read as unsigned:
+a uint8 ``n`` divided by 200 holds ``-56 : i8`` in the IR and 200 here.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ _ATOM, _UNARY, _MUL, _ADD = 12, 11, 10, 9
 _PREC = {"*": _MUL, "//": _MUL, "%": _MUL, "+": _ADD, "-": _ADD}
 _PASS_THROUGH = frozenset({"arith.index_cast", "arith.extsi", "arith.trunci"})
 _UNSIGNED_CASTS = frozenset({"arith.index_castui", "arith.extui"})
+_READS_UNSIGNED = _UNSIGNED_CASTS | {"arith.divui", "arith.ceildivui", "arith.remui", "arith.minui", "arith.maxui"}
 
 
 @dataclass(frozen=True)
@@ -114,17 +117,28 @@ class GridTranslator:
         operands = list(op.operands)
         if op.name == "memref.dim":
             return self._dim(op)
-        if op.name in _PASS_THROUGH or (op.name in _UNSIGNED_CASTS and self._signs.nonneg(operands[0])):
-            return self._translate(operands[0])
+        if op.name in _PASS_THROUGH or (op.name in _UNSIGNED_CASTS and self._nonneg_operand(op, operands[0])):
+            return self._operand(op, operands[0])
         if op.name == "affine.apply":
             return self._affine(op)
         if op.name in ("affine.min", "affine.max"):
             return self._affine_minmax(op)
         if len(operands) != 2:
             raise self._unsupported(op)
-        a, b = (self._translate(v) for v in operands)
-        nonneg = self._signs.all_nonneg(*operands)
+        a, b = (self._operand(op, v) for v in operands)
+        nonneg = all(self._nonneg_operand(op, v) for v in operands)
         return self._binary(op, a, b, nonneg)
+
+    def _operand(self, op: ir.Operation, value: ir.Value) -> PyExpr:
+        number = irutil.const_int(value)
+        if number is not None and op.name in _READS_UNSIGNED and isinstance(value.type, ir.IntegerType):
+            return _lit(number & ((1 << value.type.width) - 1))
+        return self._translate(value)
+
+    def _nonneg_operand(self, op: ir.Operation, value: ir.Value) -> bool:
+        if op.name in _READS_UNSIGNED and irutil.const_int(value) is not None:
+            return True
+        return self._signs.nonneg(value)
 
     def _binary(self, op: ir.Operation, a: PyExpr, b: PyExpr, nonneg: bool) -> PyExpr:
         name = op.name
@@ -137,7 +151,7 @@ class GridTranslator:
         if name == "arith.floordivsi" or (name in ("arith.divsi", "arith.divui") and nonneg):
             return floordiv(a, b)
         if name == "arith.ceildivsi" or (name == "arith.ceildivui" and nonneg):
-            return ceildiv(a, b, self._signs.nonneg(op.operands[0]))
+            return ceildiv(a, b, self._nonneg_operand(op, op.operands[0]))
         if name in ("arith.remsi", "arith.remui") and nonneg:
             return mod(a, b)
         if name in ("arith.minsi", "arith.maxsi") or (name in ("arith.minui", "arith.maxui") and nonneg):

@@ -8,7 +8,9 @@ Overflow is not modelled for `index` values: index arithmetic is assumed not
 to wrap (and index values to fit in 31 bits). Sized integers do wrap (a
 uint8 200 + 100 is 44, an int8 100 + 100 is -56), so `addi`, `muli` and
 `shli` prove nothing about them, nor does a cast of an index to fewer than
-32 bits.
+32 bits. An unsigned quotient, remainder or right shift is at most its
+first operand (and `minui` at most either), whatever the other operand's
+sign: `divui %x, -56 : i8` divides by 200.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from tilemlir.mlir import ir
 
 # ops whose result is non-negative when all their operands are
 _ALL = frozenset({
-    "arith.divui", "arith.divsi", "arith.ceildivui", "arith.ceildivsi",
-    "arith.floordivsi", "arith.remui", "arith.remsi", "arith.minsi", "arith.minui", "arith.maxui",
-    "arith.shrui", "arith.shrsi", "arith.ori", "arith.xori", "arith.extsi", "affine.min", "affine.max",
+    "arith.divsi", "arith.ceildivsi", "arith.floordivsi", "arith.remsi", "arith.minsi", "arith.maxui",
+    "arith.shrsi", "arith.ori", "arith.xori", "arith.extsi", "affine.min", "affine.max",
 })
+# ... when their first operand is (the result is at most it, read as unsigned)
+_FIRST = frozenset({"arith.divui", "arith.ceildivui", "arith.remui", "arith.shrui"})
 # ... and these when they do not wrap: index results only
 _NO_WRAP = frozenset({"arith.addi", "arith.muli", "arith.shli"})
 _INDEX_CASTS = frozenset({"arith.index_cast", "arith.index_castui"})
 # ops whose result is non-negative when any operand is
-_ANY = frozenset({"arith.maxsi", "arith.andi"})
+_ANY = frozenset({"arith.maxsi", "arith.andi", "arith.minui"})
 _ALWAYS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
                      "gpu.lane_id", "arith.extui"})
 
@@ -61,6 +64,8 @@ class Signs:
         operands = list(op.operands)
         if op.name in _ANY:
             return any(self.nonneg(v) for v in operands)
+        if op.name in _FIRST:
+            return self.nonneg(operands[0])
         if op.name in _ALL or (op.name in _NO_WRAP and isinstance(value.type, ir.IndexType)):
             return all(self.nonneg(v) for v in operands)
         if op.name in _INDEX_CASTS and not _narrower_than_32_bits(value.type):
