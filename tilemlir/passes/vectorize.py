@@ -40,7 +40,14 @@ used; otherwise the run stays scalar. Forms produced:
   conditions, with the original guarded scalar lanes as the fallback:
   `scf.if %ok -> (vector<8xf16>) { vector.load } else { 8 guarded
   memref.load; vector.from_elements }`, or `scf.if %ok { vector.store }
-  else { 8 x (vector.extract; guarded memref.store) }`.
+  else { 8 x (vector.extract; guarded memref.store) }`. A guarded copy
+  into registers yields nothing: each branch stores its vector into the
+  buffer, so the guard is the copy's last op.
+- a guard's condition reads each extent a symbol names from the symbol's
+  first tensor (`guards.symbol_dims`, as range versioning does): after cse
+  the guards of consecutive copies over tensors of one length have one
+  condition, and canonicalize merges them, so one branch issues all their
+  vector loads before any is used.
 
 Every global vector access carries `alignment` = its width in bytes.
 Distinct tensor arguments are assumed not to overlap (as `__restrict__`);
@@ -80,6 +87,7 @@ from tilemlir.passes.guards import (
     pad_attr,
     root_of,
     run_per_function,
+    symbol_dims,
     wrap_in_guard,
     yield_,
 )
@@ -289,8 +297,7 @@ class _Vectorizer:
             mapping = {_iv_value(loop): index_constant(start, ip, loc)}
             reg = clone_slice(list(register_op.operands)[-1], loop, mapping, ip, self.graveyard)
             if item.access.is_load:
-                vector = self._vector_load(item, start, vector_type, ip, loc)
-                _vector_store(vector, register_memref, [reg], None, ip, loc)
+                self._vector_load(item, start, vector_type, ip, loc, into=(register_memref, [reg]))
             else:
                 vector = _vector_load_plain(register_memref, [reg], vector_type, None, ip, loc)
                 self._vector_store(item, vector, start, ip, loc)
@@ -345,15 +352,24 @@ class _Vectorizer:
         if clone.name in PURE_OPS:
             self.graveyard.maybe_dead.append(clone)
 
-    def _vector_load(self, item: _Item, start: int, vector_type, ip, loc) -> ir.Value:
+    def _vector_load(self, item: _Item, start: int, vector_type, ip, loc, into: tuple | None = None) -> ir.Value | None:
+        """The vector at `start`, or, with `into` (a register buffer and its indices), nothing: the
+        vector is stored there, by each branch of a guard (so that the guard is the last op of the
+        copy, and the guards of consecutive copies on one condition are adjacent for canonicalize
+        to merge into one branch that issues all their loads)."""
         indices = self._indices_at(item, start, ip, loc)
         align = item.lanes * item.access.element_bytes
         if item.mode == PLAIN:
-            return _vector_load_plain(item.access.memref, indices, vector_type, align, ip, loc)
-        guard = make_guard(self._vector_condition(item, start, ip, loc), [vector_type], loc, ip, with_else=True)
+            loaded = _vector_load_plain(item.access.memref, indices, vector_type, align, ip, loc)
+            if into is None:
+                return loaded
+            _vector_store(loaded, *into, None, ip, loc)
+            return None
+        results = [vector_type] if into is None else []
+        guard = make_guard(self._vector_condition(item, start, ip, loc), results, loc, ip, with_else=True)
         then_block, else_block = guard.regions[0].blocks[0], guard.regions[1].blocks[0]
         loaded = _vector_load_plain(item.access.memref, indices, vector_type, align, ir.InsertionPoint(then_block), loc)
-        yield_([loaded], then_block, loc)
+        _deliver(loaded, then_block, into, loc)
         else_ip = ir.InsertionPoint(else_block)
         if item.mode == UNIFORM:
             fallback = constant(ir.DenseElementsAttr.get_splat(vector_type, _pad_of(item)), else_ip, loc)
@@ -362,8 +378,8 @@ class _Vectorizer:
             fallback = ir.Operation.create(
                 "vector.from_elements", results=[vector_type], operands=lanes, loc=loc, ip=else_ip
             ).result
-        yield_([fallback], else_block, loc)
-        return guard.results[0]
+        _deliver(fallback, else_block, into, loc)
+        return guard.results[0] if into is None else None
 
     def _vector_store(self, item: _Item, vector: ir.Value, start: int, ip, loc) -> None:
         indices = self._indices_at(item, start, ip, loc)
@@ -388,9 +404,14 @@ class _Vectorizer:
         return [clone_slice(v, loop, mapping, ip, self.graveyard) for v in item.access.indices]
 
     def _condition_at(self, item: _Item, iteration: int, ip, loc) -> ir.Value:
+        """The guard at one iteration; a symbol's extent is read from its first tensor, so the
+        conditions of runs over tensors of one length become one value after cse (and canonicalize
+        merges the ifs built on them, as range versioning's)."""
         loop = item.top.parent
-        mapping = {_iv_value(loop): index_constant(iteration, ip, loc)}
-        return clone_slice(item.guard.operands[0], loop, mapping, ip, self.graveyard)
+        cond = item.guard.operands[0]
+        mapping = symbol_dims(self.prover.terms, [cond], loop, ip, loc)
+        mapping[_iv_value(loop)] = index_constant(iteration, ip, loc)
+        return clone_slice(cond, loop, mapping, ip, self.graveyard)
 
     def _vector_condition(self, item: _Item, start: int, ip, loc) -> ir.Value:
         """The guard at the checked lanes: the first (uniform), the last, or both (fast path)."""
@@ -531,6 +552,13 @@ def _vector_store(vector, memref, indices, align, ip, loc) -> None:
     ir.Operation.create(
         "vector.store", operands=[vector, memref, *indices], attributes=_alignment_attrs(align), loc=loc, ip=ip
     )
+
+
+def _deliver(vector: ir.Value, block: ir.Block, into: tuple | None, loc) -> None:
+    """End a guard branch: yield `vector`, or store it `into` (buffer, indices) and yield nothing."""
+    if into is not None:
+        _vector_store(vector, *into, None, ir.InsertionPoint(block), loc)
+    yield_([vector] if into is None else [], block, loc)
 
 
 def _extract(vector: ir.Value, position: int, element_type, ip, loc) -> ir.Value:

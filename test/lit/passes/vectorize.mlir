@@ -2,16 +2,17 @@
 // them contiguous, in range, aligned, and their guard whole; otherwise they stay scalar.
 // RUN: tile-opt %s --split-input-file -p insert-guards,eliminate-guards,vectorize | FileCheck %s
 // RUN: tile-opt %s --split-input-file -p insert-guards,eliminate-guards,vectorize --pass-statistics 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
+// RUN: tile-opt %s --split-input-file -p insert-guards,eliminate-guards,vectorize,canonicalize,cse,canonicalize | FileCheck %s --check-prefix=MERGED
 
-// Over the eight functions below.
+// Over the nine functions below.
 // STATS: vectorize
 // STATS-NEXT: (S) 3 runs-scalar
-// STATS-NEXT: (S) 6 runs-vectorized
-// STATS-NEXT: (S) 6 vectorized-16B
+// STATS-NEXT: (S) 8 runs-vectorized
+// STATS-NEXT: (S) 8 vectorized-16B
 // STATS-NEXT: (S) 0 vectorized-2B
 // STATS-NEXT: (S) 0 vectorized-4B
 // STATS-NEXT: (S) 0 vectorized-8B
-// STATS-NEXT: (S) 1 vectorized-with-fallback
+// STATS-NEXT: (S) 3 vectorized-with-fallback
 
 // bf16 rows of 4096, one row per block: each thread's run of 8 elements is one 16-byte load,
 // stored whole into the register buffer.
@@ -91,17 +92,18 @@ func.func @bf16_rows_4096_widen(%X: memref<?x4096xbf16>, %Y: memref<?x4096xbf16>
 
 // Rows of N = 1000 in 1024-wide tiles, feeding a max: a thread's 8 columns are all inside the
 // row or all past its end (1000 is a multiple of 8), so each 16-byte vector keeps one guard,
-// on its first lane, and a guarded-off vector reads -inf in every lane.
+// on its first lane, and a guarded-off vector reads -inf in every lane. Each branch stores its
+// vector into the register buffer, so the guard is the copy's last op.
 // CHECK-LABEL: func.func @bf16_rows_1000_max
 // CHECK: %[[OK:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : index
-// CHECK-NEXT: %[[V:.+]] = scf.if %[[OK]] -> (vector<8xbf16>) {
+// CHECK-NEXT: scf.if %[[OK]] {
 // CHECK-NEXT: %[[L:.+]] = vector.load %arg0[%{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x1000xbf16>, vector<8xbf16>
-// CHECK-NEXT: scf.yield %[[L]] : vector<8xbf16>
+// CHECK-NEXT: vector.store %[[L]], %[[X:.+]][%[[R:.+]]] : memref<8xbf16, "local">, vector<8xbf16>
 // CHECK-NEXT: } else {
 // CHECK-NEXT: %[[NEG_INF:.+]] = arith.constant dense<0xFF80> : vector<8xbf16>
-// CHECK-NEXT: scf.yield %[[NEG_INF]] : vector<8xbf16>
+// CHECK-NEXT: vector.store %[[NEG_INF]], %[[X]][%[[R]]] : memref<8xbf16, "local">, vector<8xbf16>
 // CHECK-NEXT: } {tile.guard}
-// CHECK-NEXT: vector.store %[[V]], %{{.+}}[%{{.+}}] : memref<8xbf16, "local">, vector<8xbf16>
+// CHECK-NEXT: gpu.terminator
 func.func @bf16_rows_1000_max(%X: memref<?x1000xbf16>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["M", 1000]], tile.symbols = ["M"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -161,13 +163,14 @@ func.func @bf16_rows_1001_scalar(%X: memref<?x1001xbf16>) attributes {tile.entry
 // CHECK: %[[SEVEN:.+]] = arith.constant 7 : index
 // CHECK-NEXT: %[[LAST:.+]] = arith.addi %{{.+}}, %[[SEVEN]] : index
 // CHECK: %[[OK:.+]] = arith.cmpi slt, %[[LAST]], %{{.+}} : index
-// CHECK-NEXT: %[[V:.+]] = scf.if %[[OK]] -> (vector<8xf16>) {
-// CHECK-NEXT: vector.load %arg0[%{{.+}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// CHECK-NEXT: scf.if %[[OK]] {
+// CHECK-NEXT: %[[L:.+]] = vector.load %arg0[%{{.+}}] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// CHECK-NEXT: vector.store %[[L]], %[[A:.+]][%[[R:.+]]] : memref<8xf16, "local">, vector<8xf16>
 // CHECK: } else {
 // CHECK-COUNT-8: memref.load %arg0
-// CHECK: vector.from_elements
-// CHECK: } {tile.guard}
-// CHECK: vector.store %[[V]], %{{.+}}[%{{.+}}] : memref<8xf16, "local">, vector<8xf16>
+// CHECK: %[[LANES:.+]] = vector.from_elements
+// CHECK-NEXT: vector.store %[[LANES]], %[[A]][%[[R]]] : memref<8xf16, "local">, vector<8xf16>
+// CHECK-NEXT: } {tile.guard}
 func.func @f16_any_length(%A: memref<?xf16>) attributes {tile.entry, tile.arg_names = ["A"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -186,6 +189,72 @@ func.func @f16_any_length(%A: memref<?xf16>) attributes {tile.entry, tile.arg_na
       %i = arith.addi %bt, %v : index
       %val = memref.load %A[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
       memref.store %val, %a[%v] : memref<8xf16, "local">
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Two tensors of one length N, one vector per thread each: both whole-vector conditions read N
+// from A, the first tensor N sizes (B's own dim is never read), so cse makes them one value and
+// canonicalize merges the two guards: both 16-byte loads issue from one branch.
+// CHECK-LABEL: func.func @f16_two_tensors_one_length
+// CHECK: gpu.launch
+// CHECK-NOT: memref.dim %arg1
+// CHECK: %[[NA:.+]] = memref.dim %arg0, %{{.+}} : memref<?xf16>
+// CHECK-NEXT: %[[SEVEN_A:.+]] = arith.constant 7 : index
+// CHECK-NEXT: %[[LAST_A:.+]] = arith.addi %{{.+}}, %[[SEVEN_A]] : index
+// CHECK-NEXT: %[[OK_A:.+]] = arith.cmpi slt, %[[LAST_A]], %[[NA]] : index
+// CHECK-NEXT: scf.if %[[OK_A]] {
+// CHECK-NEXT: vector.load %arg0
+// CHECK-NOT: memref.dim %arg1
+// CHECK: vector.from_elements
+// CHECK-NEXT: vector.store
+// CHECK-NEXT: } {tile.guard}
+// CHECK-NOT: memref.dim %arg1
+// CHECK: %[[NB:.+]] = memref.dim %arg0, %{{.+}} : memref<?xf16>
+// CHECK-NEXT: %[[SEVEN_B:.+]] = arith.constant 7 : index
+// CHECK-NEXT: %[[LAST_B:.+]] = arith.addi %{{.+}}, %[[SEVEN_B]] : index
+// CHECK-NEXT: %[[OK_B:.+]] = arith.cmpi slt, %[[LAST_B]], %[[NB]] : index
+// CHECK-NEXT: scf.if %[[OK_B]] {
+// CHECK-NEXT: vector.load %arg1
+// CHECK-NOT: memref.dim %arg1
+// CHECK: gpu.terminator
+// MERGED-LABEL: func.func @f16_two_tensors_one_length
+// MERGED: scf.if %{{.+}} {
+// MERGED-NEXT: %[[A:.+]] = vector.load %arg0[%[[I:.+]]] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// MERGED-NEXT: vector.store %[[A]], %{{.+}}[%{{.+}}] : memref<8xf16, "local">, vector<8xf16>
+// MERGED-NEXT: %[[B:.+]] = vector.load %arg1[%[[I]]] {alignment = 16 : i64} : memref<?xf16>, vector<8xf16>
+// MERGED-NEXT: vector.store %[[B]], %{{.+}}[%{{.+}}] : memref<8xf16, "local">, vector<8xf16>
+// MERGED-NEXT: } else {
+// MERGED-NOT: vector.load
+// MERGED: gpu.terminator
+func.func @f16_two_tensors_one_length(%A: memref<?xf16>, %B: memref<?xf16>) attributes {tile.entry, tile.arg_names = ["A", "B"], tile.arg_dims = [["N"], ["N"]], tile.symbols = ["N"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c128 = arith.constant 128 : index
+  %c1024 = arith.constant 1024 : index
+  %N = memref.dim %A, %c0 : memref<?xf16>
+  %g = arith.ceildivui %N, %c1024 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %a = memref.alloca() : memref<8xf16, "local">
+    %b = memref.alloca() : memref<8xf16, "local">
+    %base = arith.muli %bx, %c1024 : index
+    %t = arith.muli %tx, %c8 : index
+    %bt = arith.addi %base, %t : index
+    scf.for %v = %c0 to %c8 step %c1 {
+      %i = arith.addi %bt, %v : index
+      %val = memref.load %A[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
+      memref.store %val, %a[%v] : memref<8xf16, "local">
+    }
+    scf.for %v = %c0 to %c8 step %c1 {
+      %i = arith.addi %bt, %v : index
+      %val = memref.load %B[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
+      memref.store %val, %b[%v] : memref<8xf16, "local">
     }
     gpu.terminator
   }
