@@ -161,6 +161,32 @@ def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
     assert whole_tile.count("*reinterpret_cast<const ") == inputs  # one vector load per input, in an unrolled loop
 
 
+def test_one_chunk_per_thread_loads_share_one_branch():
+    """With one 16-byte chunk per thread there is no loop to range-version: each input's load
+    keeps vectorize's whole-vector check. Both checks read n from A (the first tensor n sizes),
+    so cse makes them one value and canonicalize merges the ifs: one branch holds both loads."""
+    final = elementwise.add("bfloat16", threads=256, elements=8).ir("final")
+    launch_body_ifs = [line for line in final.splitlines() if line.startswith("      scf.if ")]
+    assert len(launch_body_ifs) == 2, launch_body_ifs  # the loads of both inputs, then the store
+    assert launch_body_ifs[0] == launch_body_ifs[1]  # the store checks the same condition value
+    first = final[final.index(launch_body_ifs[0]):]
+    fast_path = first[:first.index("} else {")]
+    assert fast_path.count("vector.load %arg0[") == 1 and fast_path.count("vector.load %arg1[") == 1
+    assert "memref.dim %arg1" not in final and "memref.dim %arg2" not in final
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_elementwise_one_chunk_per_thread_ragged(dtype, rng):
+    """The merged branch of both inputs' whole-vector loads, and its fallback, at thread level."""
+    n = 5 * 2048 + 13
+    npdt = np.float32 if dtype == "float32" else BF16
+    a, b = (rng.standard_normal(n).astype(npdt) for _ in range(2))
+    elements = 16 // np.dtype(npdt).itemsize
+    add = cpu(elementwise.add, "thread", dtype=dtype, threads=256, elements=elements)(a, b)
+    af, bf = a.astype(np.float32), b.astype(np.float32)
+    assert np.array_equal(add.astype(np.float32), (af + bf).astype(npdt).astype(np.float32))
+
+
 def test_adjacent_row_checks_merge_into_one_region():
     """SwiGLU at 576 columns (4 rows per block) checks its row before each input copy; after
     cse makes those checks one value, canonicalize merges the ifs, so both inputs' loads share
