@@ -729,3 +729,84 @@ def test_grid_from_a_narrow_unsigned_scalar_and_a_large_divisor(dtype, divisor, 
 
 def test_narrow_unsigned_grid_kernel_compiles():
     nvrtc_compiles(emitted_cuda(narrow_grid_kernel("uint8", 200)))
+
+
+# -- padding of copies that change signedness: the identity of the fragment's reduction, not the read's -----------
+
+
+def converting_extremes_kernel(src, dst, block=1024):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1, 2])
+    def converting_extremes(X: T.Tensor((4, N), src), Mx: T.Tensor((4,), dst), Mn: T.Tensor((4,), dst)):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((4, block), dst)  # 1000 columns read into 1024: 24 padding columns per row
+            b = T.alloc_fragment((4, block), dst)
+            mx = T.alloc_fragment((4,), dst)
+            mn = T.alloc_fragment((4,), dst)
+            T.copy(X[0, 0], a)
+            T.copy(X[0, 0], b)
+            T.reduce_max(a, mx, dim=1)
+            T.reduce_min(b, mn, dim=1)
+            T.copy(mx, Mx)
+            T.copy(mn, Mn)
+
+    return converting_extremes
+
+
+def signed_rows(rng, dtype, n):
+    """Four rows: all negative, all non-negative, mixed around 0, and the full range with both ends."""
+    info = np.iinfo(dtype)
+    rows = [rng.integers(info.min + 1, -2, n, dtype=dtype), rng.integers(1, info.max - 1, n, dtype=dtype),
+            rng.integers(-3, 3, n, dtype=dtype), rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)]
+    rows[3][[0, -1]] = [info.min, info.max]
+    return np.stack(rows)
+
+
+SIGNEDNESS_CHANGES = [("int8", "uint8"), ("uint8", "int8"), ("int8", "uint16"), ("int16", "uint32"),
+                      ("uint16", "int16"), ("uint8", "int16"), ("int32", "uint64")]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("src, dst", SIGNEDNESS_CHANGES)
+def test_padding_of_copies_into_a_fragment_of_the_other_signedness(src, dst, level, rng):
+    """An int8 global read into a uint8 fragment feeding a max must pad with the uint8 identity 0: the
+    int8 identity -128 becomes 128 in the fragment and wins every row whose values are below it."""
+    x = (signed_rows if src.startswith("int") else rows_by_range)(rng, src, 1000)
+    converted = x.astype(dst)  # what the copy does: the bits, sign- or zero-extended by the source's dtype
+    mx, mn = cpu(converting_extremes_kernel(src, dst), level)(x)
+    assert mx.tolist() == converted.max(1).tolist(), (x.min(1), x.max(1))
+    assert mn.tolist() == converted.min(1).tolist(), (x.min(1), x.max(1))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_padding_of_float_copies_into_an_int_fragment(level, rng):
+    """float32 into int32: +-inf (the float identities) have no int32 value; the padding is the float32
+    nearest the int32 identity that still converts (2**31 - 128 for a min, -2**31 for a max)."""
+    x = (rng.standard_normal((4, 1000)) * 1e6).astype(np.float32)
+    x[1] = np.abs(x[1]) + 1e9  # every value positive: a min padded with a converted -inf or 0 would win
+    x[2] = -np.abs(x[2]) - 1e9
+    mx, mn = cpu(converting_extremes_kernel("float32", "int32"), level)(x)
+    assert mx.tolist() == x.astype(np.int32).max(1).tolist() and mn.tolist() == x.astype(np.int32).min(1).tolist()
+
+
+def element_store_max_kernel(block=256):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[1])
+    def element_store_max(X: T.Tensor((N,), T.int8), Mx: T.Tensor((1,), T.uint8)):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((block,), T.uint8)
+            mx = T.alloc_fragment((1,), T.uint8)
+            for i in T.Parallel(block):
+                x[i] = X[i]  # the int8's bits; past N the padding, which must be uint8's 0
+            T.reduce_max(x, mx)
+            T.copy(mx, Mx)
+
+    return element_store_max
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_padding_of_element_stores_into_a_fragment_of_the_other_signedness(level, rng):
+    x = rng.integers(1, 100, 200, dtype=np.int8)  # as uint8 all below 128: a padding of -128 would win
+    assert cpu(element_store_max_kernel(), level)(x).tolist() == [x.max()]

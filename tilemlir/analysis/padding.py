@@ -18,8 +18,16 @@ lowering agree (both call `padding_value`):
 - The value: the identity of the one kind fed (0 for sum, abssum, absmax;
   -inf for max, +inf for min), 0 when none or several kinds are fed. For an
   element type without infinities (f8E4M3FN) or an integer type, the
-  lowest / highest finite value stands for -inf / +inf; an unsigned global
-  tensor's (`analysis.signedness`) are 0 and all ones.
+  lowest / highest finite value stands for -inf / +inf; an unsigned
+  buffer's (`analysis.signedness`) are 0 and all ones.
+- A max/min identity is that of the *reduced* buffer's type and signedness,
+  carried back to the read type through the conversions on the way
+  (`analysis.converted_identity`): an int8 global copied into a uint8
+  fragment feeding a max pads with 0, not -128 (which the copy makes 128).
+  The conversions followed are the copies' and direct element stores' (a
+  loaded value stored unchanged, or through the one conversion a copy
+  would use); a value computed from the load keeps the read type's
+  identity, as do reductions fed along paths that disagree.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from tilemlir.analysis.signedness import int_attr, int_range, is_unsigned
+from tilemlir.analysis.converted_identity import Step, converted_identity
+from tilemlir.analysis.signedness import conversion_op, int_attr, int_range, is_unsigned
 from tilemlir.dialects.tile import memory_space
 from tilemlir.mlir import ir
 
@@ -46,9 +55,15 @@ def padding_value(op) -> float | int:
     """The value an out-of-range element read by `op` reads as (see the module docstring)."""
     op = _operation(op)
     read_type = _read_element_type(op)
-    kinds = _fed_reduction_kinds(op)
+    read_unsigned = is_unsigned(op.operands[0])
+    fed = _fed_reductions(op)
+    kinds = {kind for kind, _ in fed}
     kind = kinds.pop() if len(kinds) == 1 else None
-    return identity(kind, read_type, is_unsigned(op.operands[0]))
+    if kind not in ("max", "min"):
+        return identity(kind, read_type, read_unsigned)
+    read = (str(read_type), read_unsigned)
+    values = {converted_identity(kind, read, path) for _, path in fed}
+    return values.pop() if len(values) == 1 else identity(kind, read_type, read_unsigned)
 
 
 def padding_attr(op) -> ir.Attribute:
@@ -118,29 +133,38 @@ def _enclosing_parallel(op: ir.Operation) -> ir.Operation | None:
     return parent if parent is not None and parent.name == "tile.parallel" else None
 
 
-def _fed_reduction_kinds(op: ir.Operation) -> set[str]:
+def _fed_reductions(op: ir.Operation) -> set[tuple[str, tuple[Step, ...]]]:
+    """(kind, conversion path from the read to the reduced buffer) of every reduction the read feeds."""
     if op.name == "tile.copy":
-        holders, anchor = [op.operands[1]], op
+        holders, anchor = [(op.operands[1], (_step(op.operands[1]),))], op
     else:
         anchor = _enclosing_parallel(op)
-        holders = _stores_derived_from(op.results[0], anchor)
+        holders = _stores_derived_from(op, anchor)
     tracker = _Tracker(holders)
     for later in _ops_after(anchor):
         tracker.visit(later)
         if not tracker.holders:
             break
-    return tracker.kinds
+    return tracker.fed
 
 
-def _stores_derived_from(value: ir.Value, parallel: ir.Operation) -> list[ir.Value]:
-    """On-chip buffers that stores inside `parallel` write with values computed from `value`."""
+def _step(buffer: ir.Value) -> Step:
+    return str(buffer.type.element_type), is_unsigned(buffer)
+
+
+def _stores_derived_from(load: ir.Operation, parallel: ir.Operation) -> list[tuple[ir.Value, tuple[Step, ...]]]:
+    """On-chip buffers that stores inside `parallel` write with values computed from `load`'s, each with
+    its conversion path: the buffer's step for a direct store, none for a computed value (which the
+    read type's identity pads)."""
+    value = load.results[0]
     derived, buffers, work = {value}, [], [value]
     while work:
         for use in list(work.pop().uses):
             user = _operation(use.owner)
             if user.name == "memref.store":
                 if use.operand_number == 0 and memory_space(user.operands[1].type) is not None:
-                    buffers.append(user.operands[1])
+                    buffer = user.operands[1]
+                    buffers.append((buffer, (_step(buffer),) if _stored_directly(user, load) else ()))
                 continue
             for result in user.results:
                 if result not in derived:
@@ -149,30 +173,50 @@ def _stores_derived_from(value: ir.Value, parallel: ir.Operation) -> list[ir.Val
     return buffers
 
 
-class _Tracker:
-    """Follows which buffers hold the read's values while scanning ops in program order."""
+def _stored_directly(store: ir.Operation, load: ir.Operation) -> bool:
+    """`store` writes `load`'s value unchanged, or through the one conversion a copy would use."""
+    value = store.operands[0]
+    if value == load.results[0]:
+        return True
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return False
+    owner = _operation(owner)
+    if owner.name not in _CONVERSIONS or owner.operands[0] != load.results[0]:
+        return False
+    src, dst = load.results[0].type, value.type
+    return owner.name == conversion_op(src, dst, is_unsigned(load.operands[0]), is_unsigned(store.operands[1]))
 
-    def __init__(self, holders: list[ir.Value]):
+
+class _Tracker:
+    """Follows which buffers hold the read's values (and through which conversions) while scanning ops in
+    program order."""
+
+    def __init__(self, holders: list[tuple[ir.Value, tuple[Step, ...]]]):
         self.holders = list(holders)
-        self.kinds: set[str] = set()
+        self.fed: set[tuple[str, tuple[Step, ...]]] = set()
+
+    def path(self, buffer: ir.Value) -> tuple[Step, ...] | None:
+        return next((path for held, path in self.holders if held == buffer), None)
 
     def holds(self, buffer: ir.Value) -> bool:
-        return any(buffer == h for h in self.holders)
+        return self.path(buffer) is not None
 
     def drop(self, buffer: ir.Value) -> None:
-        self.holders = [h for h in self.holders if h != buffer]
+        self.holders = [(h, path) for h, path in self.holders if h != buffer]
 
     def visit(self, op: ir.Operation) -> None:
         name = op.name
         if name == "tile.reduce":
             src, dst = op.operands[0], op.operands[1]
             if self.holds(src):
-                self.kinds.add(op.attributes["kind"].value)
+                self.fed.add((op.attributes["kind"].value, self.path(src)))
             self.drop(dst)
         elif name == "tile.copy":
             src, dst = op.operands[0], op.operands[1]
-            if self.holds(src):
-                self.holders.append(dst)
+            path = self.path(src)
+            if path is not None:
+                self.holders.append((dst, path + (_step(dst),) if path else ()))
             else:
                 self.drop(dst)
         elif name == "tile.fill":
@@ -190,14 +234,17 @@ class _Tracker:
         for inner in _walk(op):
             if inner.name != "memref.store" or memory_space(inner.operands[1].type) is None:
                 continue
-            written.append(inner.operands[1])
+            buffer = inner.operands[1]
+            written.append(buffer)
             source = _unconverted(inner.operands[0])
             if source is not None and source.name == "memref.load" and self.holds(source.operands[0]):
-                moved.append(inner.operands[1])
+                path = self.path(source.operands[0])
+                direct = _stored_directly(inner, source) and path
+                moved.append((buffer, path + (_step(buffer),) if direct else ()))
         for buffer in written:
-            if not any(buffer == m for m in moved):
+            if not any(buffer == m for m, _ in moved):
                 self.drop(buffer)
-        self.holders.extend(m for m in moved if not self.holds(m))
+        self.holders.extend(m for m in moved if not self.holds(m[0]))
 
 
 def _unconverted(value: ir.Value) -> ir.Operation | None:
