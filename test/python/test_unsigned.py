@@ -810,3 +810,34 @@ def element_store_max_kernel(block=256):
 def test_padding_of_element_stores_into_a_fragment_of_the_other_signedness(level, rng):
     x = rng.integers(1, 100, 200, dtype=np.int8)  # as uint8 all below 128: a padding of -128 would win
     assert cpu(element_store_max_kernel(), level)(x).tolist() == [x.max()]
+
+
+# -- integer powers: an unsigned exponent with the top bit set is not negative ------------------------------------
+
+
+def power_kernel(dtype, block=64):
+    N = T.symbolic("N")
+
+    @tilemlir.jit(out_idx=[2, 3])
+    def power(X: T.Tensor((N,), dtype), K: T.Tensor((N,), dtype), Y: T.Tensor((N,), dtype),
+              Z: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                n = bx * block + i
+                Y[n] = X[n] ** K[n]
+                Z[n] = X[n] ** (np.iinfo(dtype).max - 2)  # a constant exponent with the top bit set
+
+    return power
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", UNSIGNED)
+def test_integer_power_with_an_unsigned_exponent(dtype, level, rng):
+    """math.ipowi reads its exponent as signed: 3 ** 200 on uint8 was 0 (3 ** -56), not 161."""
+    bits = np.iinfo(dtype).bits
+    x = np.concatenate([rows_by_range(rng, dtype, 50).reshape(-1), np.array([0, 1, 2, 3, 255], dtype)])
+    k = np.concatenate([rows_by_range(rng, dtype, 50).reshape(-1), np.array([200, 255, 128, 200, 128], dtype)])
+    y, z = cpu(power_kernel(dtype), level)(x, k)
+    modulus = 1 << bits
+    assert y.tolist() == [pow(int(a), int(b), modulus) for a, b in zip(x, k)]
+    assert z.tolist() == [pow(int(a), modulus - 3, modulus) for a in x]

@@ -246,7 +246,24 @@ def _int_arith(op: str, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
         return arith.SubIOp(a, arith.MulIOp(quotient, b).result).result
     if dtype == INDEX:
         raise KernelError("'**' on index values: convert them first, e.g. T.cast(i, T.int32)")
-    return mmath.IPowIOp(a, b).result
+    return mmath.IPowIOp(a, b).result if signed else _unsigned_power(a, b)
+
+
+def _unsigned_power(base: ir.Value, exponent: ir.Value) -> ir.Value:
+    """base ** exponent modulo 2**w for unsigned w-bit integers. math.ipowi reads its exponent as
+    signed, so a top bit set in it is taken off: modulo 2**w (w >= 3) an odd base's powers repeat every
+    2**(w-2) steps, so k and k - 2**(w-1) give the same power, and an even base's power is 0 once
+    k >= w, as every such k is."""
+    type_ = base.type
+    width = ir.IntegerType(type_).width
+    low_bits = arith.AndIOp(exponent, arith.ConstantOp(type_, int_attr(type_, (1 << (width - 1)) - 1)).result).result
+    power = mmath.IPowIOp(base, low_bits).result
+    zero = arith.ConstantOp(type_, 0).result
+    top_bit = arith.CmpIOp(arith.CmpIPredicate.slt, exponent, zero).result
+    even = arith.CmpIOp(arith.CmpIPredicate.eq, arith.AndIOp(base, arith.ConstantOp(type_, 1).result).result,
+                        zero).result
+    vanishes = arith.AndIOp(top_bit, even).result
+    return arith.SelectOp(vanishes, zero, power).result
 
 
 def _bitwise(op: str, a: ir.Value, b: ir.Value, dtype: DType) -> ir.Value:
