@@ -40,6 +40,8 @@ def final_pipeline() -> list[str]:
         # canonicalization merges adjacent ifs on the same condition, so the loads of
         # consecutive copies share one branch region and all issue before their data is used.
         "canonicalize",
+        # The merged branches repeat each copy's index arithmetic; one more cse keeps one copy.
+        "cse",
     ]
 
 
