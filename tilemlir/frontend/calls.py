@@ -82,7 +82,8 @@ class CallMixin:
             return self.call_macro(callee, node)
         return self.call_python(callee, node)
 
-    def call_python(self, callee: Any, node: ast.Call) -> Any:
+    def eval_call_arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        """A call's positional and keyword arguments, evaluated (`**` needs a compile-time dict)."""
         args = self.eval_sequence(node.args)
         kwargs = {}
         for keyword in node.keywords:
@@ -93,6 +94,10 @@ class CallMixin:
                 kwargs.update(extra)
             else:
                 kwargs[keyword.arg] = self.eval(keyword.value)
+        return args, kwargs
+
+    def call_python(self, callee: Any, node: ast.Call) -> Any:
+        args, kwargs = self.eval_call_arguments(node)
         name = getattr(callee, "__name__", type(callee).__name__)
         if any(is_runtime(a) for a in [*args, *kwargs.values()]):
             hint = ""

@@ -96,16 +96,7 @@ class MacroMixin:
         )
 
     def bind_macro_arguments(self, fn: Callable, source: KernelSource, node: ast.Call) -> dict[str, Any]:
-        args = self.eval_sequence(node.args)
-        kwargs = {}
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                extra = self.eval(keyword.value)
-                if not isinstance(extra, dict):
-                    raise KernelError("`**` unpacking needs a compile-time dict", keyword.value)
-                kwargs.update(extra)
-            else:
-                kwargs[keyword.arg] = self.eval(keyword.value)
+        args, kwargs = self.eval_call_arguments(node)
         signature = inspect.signature(fn)
         try:
             bound = signature.bind(*args, **kwargs)
