@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 
+from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
@@ -442,7 +443,7 @@ def _indexes_registers(loop: ir.Operation) -> bool:
         if op.name in _ACCESSES:
             memref_index = 1 if op.name.endswith("store") else 0
             ref_type = operands[memref_index].type
-            if irutil.memory_space(ref_type) == "local" and any(v in derived for v in operands[memref_index + 1:]):
+            if memory_space(ref_type) == "local" and any(v in derived for v in operands[memref_index + 1:]):
                 return True
         elif op.name.startswith(("arith.", "affine.", "index.")) and any(v in derived for v in operands):
             derived.update(op.results)

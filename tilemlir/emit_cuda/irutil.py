@@ -63,12 +63,3 @@ def single_block(op: ir.Operation, region_index: int = 0) -> ir.Block:
         raise error(op, f"'{op.name}' must have exactly one block in region #{region_index} "
                         f"for the CUDA emitter, got {len(blocks)} (unstructured control flow is not supported)")
     return blocks[0]
-
-
-def memory_space(type_: ir.MemRefType) -> str | None:
-    space = type_.memory_space
-    if space is None:
-        return None
-    if isinstance(space, ir.StringAttr):
-        return space.value
-    return str(space)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS
+from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
@@ -175,7 +175,7 @@ def _dims_entry(func: ir.Operation, entry: ir.Attribute, name: str) -> list[Dim]
 def _tensor_dims(func: ir.Operation, type_: ir.MemRefType, name: str, declared: list[Dim] | None) -> tuple[Dim, ...]:
     if not is_row_major(type_):
         raise error(func, f"tensor {name} has a non-row-major layout {type_.layout}; the CUDA emitter needs row-major")
-    if irutil.memory_space(type_) is not None:
+    if memory_space(type_) is not None:
         raise error(func, f"kernel argument {name} must be a global tensor, got memory space {type_.memory_space}")
     shape = list(type_.shape)
     if declared is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
@@ -71,7 +72,7 @@ class Memory:
     def declare(self, op: ir.Operation) -> list[str]:
         """The declaration lines of an on-chip allocation."""
         type_ = op.results[0].type
-        space = irutil.memory_space(type_)
+        space = memory_space(type_)
         if space not in ("local", "shared"):
             where = "global memory" if space is None else f'memory space "{space}"'
             raise error(op, f"'{op.name}' in {where} is not supported by the CUDA emitter "
@@ -119,7 +120,7 @@ class Memory:
 
 def _plan_shared(kernel: KernelIR) -> tuple[dict[ir.Operation, int], int]:
     allocs = [op for op in irutil.walk(kernel.launch)
-              if op.name in _ALLOCS and irutil.memory_space(op.results[0].type) == "shared"]
+              if op.name in _ALLOCS and memory_space(op.results[0].type) == "shared"]
     offsets: dict[ir.Operation, int] = {}
     end = 0
     for op in allocs:

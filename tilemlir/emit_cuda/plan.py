@@ -18,6 +18,7 @@ The rule that keeps the CUDA readable without changing what it computes:
 
 from __future__ import annotations
 
+from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
@@ -100,7 +101,7 @@ class InlinePlan:
             return "pure"
         if name.startswith("arith.") or name.startswith("math."):
             return "pure"
-        if name == "vector.load" and irutil.memory_space(op.operands[0].type) == "local":
+        if name == "vector.load" and memory_space(op.operands[0].type) == "local":
             return "load"
         return None
 
@@ -211,6 +212,6 @@ def _conflicts(writes: frozenset, reads: list[ir.Value]) -> bool:
     for memref in reads:
         if memref in writes:
             return True
-        if ALL_SHARED_AND_GLOBAL in writes and irutil.memory_space(memref.type) != "local":
+        if ALL_SHARED_AND_GLOBAL in writes and memory_space(memref.type) != "local":
             return True
     return False
