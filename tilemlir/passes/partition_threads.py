@@ -130,12 +130,7 @@ class _KernelPartition:
         kernel_block = kernel.regions[0].blocks[0]
         for k, arg in enumerate(kernel_block.arguments):
             arg.replace_all_uses_with(body.arguments[k])
-        for op in list(kernel_block.operations):
-            op = lir.operation(op)
-            if op.name == "tile.yield":
-                op.erase()
-            else:
-                op.move_before(terminator)
+        _move_body(kernel_block, terminator)
         kernel.erase()
         return body
 
@@ -200,13 +195,18 @@ class _KernelPartition:
         old = op.regions[0].blocks[0]
         old.arguments[0].replace_all_uses_with(block.arguments[0])
         yield_op = b.at(ir.InsertionPoint(block)).op("scf.yield")
-        for inner in list(old.operations):
-            inner = lir.operation(inner)
-            if inner.name == "tile.yield":
-                inner.erase()
-            else:
-                inner.move_before(yield_op)
+        _move_body(old, yield_op)
         op.erase()
+
+
+def _move_body(block: ir.Block, terminator: ir.Operation) -> None:
+    """Moves a tile region's ops before `terminator` of the op replacing it; its tile.yield goes."""
+    for op in list(block.operations):
+        op = lir.operation(op)
+        if op.name == "tile.yield":
+            op.erase()
+        else:
+            op.move_before(terminator)
 
 
 def _function_block(op: ir.Operation) -> ir.Block:
