@@ -90,7 +90,7 @@ def rows(kernel: Any, torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]
     from dataclasses import replace
 
     from tilemlir.runtime import driver, native
-    from tilemlir.runtime.fastpath import FastCall, _slot_types
+    from tilemlir.runtime.fastpath import FastCall, _slot_types, function_address
     from tilemlir.runtime.native import KIND
     from tilemlir.runtime.native_call import NativeCall
     from tilemlir.runtime.kernel import stream_handle
@@ -140,7 +140,7 @@ def rows(kernel: Any, torch: Any, a: Any, b: Any) -> dict[str, Callable[[], Any]
         "cuLaunchKernel": launch_only,
     })
     if extension is not None:
-        launcher = ctypes.cast(raw.launch, ctypes.c_void_p).value
+        launcher = function_address(raw.launch)
         kinds = "".join(KIND[t] for t in _slot_types(sig)).encode()
         fixed = [v.value for v in values]
         calls["native launch"] = lambda: extension.launch(launcher, handle.value, *grid, *block, 0, stream.value or 0,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.dialects.tile import MAX_THREADS_PER_SM  # bounds a factory's min_blocks
+
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
 CHUNK_BYTES = 16
 # A row's fragments live in registers: float32 values of at most this many
@@ -22,7 +24,6 @@ CHUNK_BYTES = 16
 # that still lets several blocks share a multiprocessor.
 MAX_CHUNKS_PER_THREAD = 2
 MIN_THREADS, MAX_THREADS = 128, 1024
-MAX_THREADS_PER_SM = 2048  # resident threads per multiprocessor (sm_90): bounds a factory's min_blocks
 # Narrow rows (several rows per 128-thread block) of the bf16 norms and SwiGLU ask for 8 resident
 # blocks: at 8001 x 576, 9.3 / 11.4 / 15.3 / 11.9 us against 10.0 / 12.1 / 16.1 / 12.9 uncapped for
 # RMSNorm / LayerNorm / residual LayerNorm / SwiGLU; 12 or 16 spill (benchmarks/sweep_rows.py).

@@ -66,7 +66,7 @@ class FastCall:
         }
         if native is not None:
             namespace.update(current_context=native.current_context, launch=native.launch,
-                             get_context=_address(raw.get_context), launcher=_address(raw.launch))
+                             get_context=function_address(raw.get_context), launcher=function_address(raw.launch))
         else:
             namespace.update(get_context=raw.get_context, launch=raw.launch, local=threading.local(),
                              new_slots=_slot_maker(signature))
@@ -88,7 +88,8 @@ class FastCall:
         return context in self._contexts
 
 
-def _address(function: Any) -> int:
+def function_address(function: Any) -> int:
+    """The address of a ctypes function (a driver entry point) as an int."""
     return ctypes.cast(function, ctypes.c_void_p).value
 
 

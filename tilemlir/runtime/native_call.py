@@ -40,7 +40,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from tilemlir.runtime.dtypes import DTYPES
-from tilemlir.runtime.fastpath import SLOW, alias_pairs
+from tilemlir.runtime.fastpath import SLOW, alias_pairs, function_address
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 SPEC_VERSION = 1  # as in launch.c
@@ -73,7 +73,7 @@ class NativeCall:
             return None
         try:
             plan = plan_type(spec, capsule, torch.Tensor, SLOW, stream_handle, launch_failed,
-                             _address(raw.get_context), _address(raw.launch))
+                             function_address(raw.get_context), function_address(raw.launch))
         except (ValueError, TypeError):
             return None  # an exchange API of another DLPack version: not ours to guess at
         return cls(plan)
@@ -89,9 +89,6 @@ def exchange_api(torch: Any) -> Any | None:
     """torch's DLPack exchange API capsule (torch 2.10 and later), or None."""
     return getattr(getattr(torch, "Tensor", None), "__dlpack_c_exchange_api__", None)
 
-
-def _address(function: Any) -> int:
-    return ctypes.cast(function, ctypes.c_void_p).value
 
 
 def plan_spec(signature: KernelSignature, device_type: int = KDL_CUDA) -> bytes | None:
