@@ -30,34 +30,28 @@ KERNELS = ["quant_row_fp8", "layernorm_bf16", "add_layernorm_bf16", "softmax_bf1
 SHAPES = ["8192x8192", "4001x7168", "16384x4096"]
 CHUNKS = (2, 4, 8)
 MIN_BLOCKS = (None, 2, 3, 4, 6)
-VARIANTS = [(chunks, blocks) for chunks in CHUNKS for blocks in MIN_BLOCKS]
 
 
 def _label(chunks: int, blocks: int | None) -> str:
     return f"c{chunks}" + (f"_b{blocks}" if blocks else "")
 
 
-def _cases():
-    return select_cases(KERNELS, SHAPES)
-
-
-def _configure(args: argparse.Namespace) -> None:
-    global SHAPES, VARIANTS
-    if args.shapes:
-        SHAPES = args.shapes.split(",")
+def _sweep(args: argparse.Namespace) -> tuple[list, list[tuple[int, int | None]]]:
+    """(the cases, the (max_chunks, min_blocks) variants) the command line asks for."""
+    shapes = args.shapes.split(",") if args.shapes else SHAPES
     chunks = [int(c) for c in args.chunks.split(",")] if args.chunks else CHUNKS
     blocks = [int(b) or None for b in args.min_blocks.split(",")] if args.min_blocks else MIN_BLOCKS
-    VARIANTS = [(c, b) for c in chunks for b in blocks]
+    return select_cases(KERNELS, shapes), [(c, b) for c in chunks for b in blocks]
 
 
-def build() -> int:
+def build(cases: list, variants: list[tuple[int, int | None]]) -> int:
     from benchmarks.build_artifacts import REGISTRY, factory_for
     from benchmarks.ours import artifact_dir
     from tilemlir.errors import CompileError
 
-    for chunks, blocks in VARIANTS:
+    for chunks, blocks in variants:
         built = 0
-        for case in _cases():
+        for case in cases:
             entry = REGISTRY[case.kernel.name]
             try:
                 kernel = factory_for(entry)(**entry.kwargs(case.shape), max_chunks=chunks, min_blocks=blocks)
@@ -69,7 +63,7 @@ def build() -> int:
     return 0
 
 
-def run() -> int:
+def run(cases: list, variants: list[tuple[int, int | None]]) -> int:
     import torch
     from triton.testing import do_bench
 
@@ -77,17 +71,17 @@ def run() -> int:
     from benchmarks.torch_impls import make_inputs, reference, scalars_of
 
     print("| case | default us | best us | best max_chunks, min_blocks | " + " | ".join(
-        _label(c, b) for c, b in VARIANTS) + " |")
-    print("|---|---|---|---|" + "---|" * len(VARIANTS))
+        _label(c, b) for c, b in variants) + " |")
+    print("|---|---|---|---|" + "---|" * len(variants))
     generator = torch.Generator(device="cuda").manual_seed(0)
-    for case in _cases():
+    for case in cases:
         inputs = make_inputs(case, "cuda", generator)
         wanted = reference(case.kernel, inputs)
         scalars = scalars_of(case.kernel)
         default = load_ours(case)
         default_us = 1e3 * do_bench(lambda: default(inputs, None, scalars), warmup=25, rep=100, return_mode="median")
         cells, best = [], None
-        for chunks, blocks in VARIANTS:
+        for chunks, blocks in variants:
             directory = ROOT / _label(chunks, blocks)
             if not (directory / case.id).is_dir():
                 cells.append("—")
@@ -111,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", help="comma list of max_chunks values")
     parser.add_argument("--min-blocks", help="comma list of min_blocks values, 0 for none")
     args = parser.parse_args(argv)
-    _configure(args)
-    return build() if args.step == "build" else run()
+    cases, variants = _sweep(args)
+    return build(cases, variants) if args.step == "build" else run(cases, variants)
 
 
 if __name__ == "__main__":
