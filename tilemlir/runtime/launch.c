@@ -202,14 +202,14 @@ static int evaluate(const int64_t* program, const int64_t* env, int64_t* out) {
 }
 
 
-/* Checks a program's stack discipline once, so that `evaluate` needs no checks of its own. */
-static int validate_program(const int64_t* program) {
+/* Checks a program once (stack discipline, loads below env_size), so that `evaluate` needs no checks of its own. */
+static int validate_program(const int64_t* program, int64_t env_size) {
   int64_t length = program[0], depth = 0;
   const int64_t* op = program + 1;
   for (int64_t pc = 0; pc < length; ++pc) {
     int64_t kind = op[pc], pops, count;
     if (kind == OP_CONST || kind == OP_LOAD) {
-      if (pc + 1 >= length || (kind == OP_LOAD && (op[pc + 1] < 0 || op[pc + 1] >= MAX_ENV))) return 0;
+      if (pc + 1 >= length || (kind == OP_LOAD && (op[pc + 1] < 0 || op[pc + 1] >= env_size))) return 0;
       ++pc;
       pops = 0;
     } else if (kind == OP_NEG || kind == OP_NOT) {
@@ -333,7 +333,7 @@ static int read_spec(CallPlan* self, const int64_t* words, Py_ssize_t count) {
     self->program[i] = (int64_t*)p.at;
     int64_t length;
     if (!next(&p, 1, p.end - p.at - 1, &length)) return -1;
-    if (!validate_program(self->program[i])) {
+    if (!validate_program(self->program[i], self->n_symbols + self->n_scalars)) {
       PyErr_Format(PyExc_ValueError, "call plan program %d is malformed", i);
       return -1;
     }
@@ -660,7 +660,7 @@ static PyObject* evaluate_program(PyObject* self, PyObject* args) {
   int64_t env[MAX_ENV];
   Py_ssize_t count = words.len / (Py_ssize_t)sizeof(int64_t);
   if (words.len % sizeof(int64_t) || count < 1 || ((const int64_t*)words.buf)[0] != count - 1 ||
-      !validate_program((const int64_t*)words.buf) || PyTuple_GET_SIZE(env_tuple) > MAX_ENV) {
+      !validate_program((const int64_t*)words.buf, MAX_ENV) || PyTuple_GET_SIZE(env_tuple) > MAX_ENV) {
     PyErr_SetString(PyExc_ValueError, "not a valid program (length, ops...) or too many env values");
     goto done;
   }
@@ -669,13 +669,9 @@ static PyObject* evaluate_program(PyObject* self, PyObject* args) {
     if (env[i] == -1 && PyErr_Occurred()) goto done;
   }
   const int64_t* program = (const int64_t*)words.buf;
-  for (Py_ssize_t pc = 1; pc < count; ++pc) {
-    int64_t op = program[pc];
-    if (op == OP_LOAD && program[pc + 1] >= PyTuple_GET_SIZE(env_tuple)) {
-      PyErr_SetString(PyExc_ValueError, "the program loads past the env");
-      goto done;
-    }
-    if (op == OP_CONST || op == OP_LOAD || op == OP_MIN || op == OP_MAX || op == OP_AND || op == OP_OR) ++pc;
+  if (!validate_program(program, PyTuple_GET_SIZE(env_tuple))) {
+    PyErr_SetString(PyExc_ValueError, "the program loads past the env");
+    goto done;
   }
   int64_t value;
   if (evaluate(program, env, &value)) result = PyLong_FromLongLong(value);
