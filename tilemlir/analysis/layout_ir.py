@@ -76,10 +76,12 @@ def unsqueeze(layout: TiledLayout, shape: tuple[int, ...]) -> TiledLayout:
 
 
 def squeeze(layout: TiledLayout) -> TiledLayout:
-    """The layout restricted to the effective dims (unit dims carry no digits)."""
+    """The layout restricted to the effective dims. A digit of a unit dim (which a
+    `T.annotate_layout` map can name, e.g. `i * 32` of a (1, N) fragment) is always 0, so it goes."""
     eff = effective_dims(layout.shape)
     new = {old: k for k, old in enumerate(eff)}
-    digits = tuple(d if d.dim is None else replace(d, dim=new[d.dim]) for d in layout.digits)
+    digits = tuple(d if d.dim is None else replace(d, dim=new[d.dim])
+                   for d in layout.digits if d.dim is None or d.dim in new)
     return TiledLayout(tuple(layout.shape[k] for k in eff), layout.threads, digits)
 
 

@@ -232,3 +232,26 @@ func.func @annotated(%X: memref<?x64xf32>, %Y: memref<?xf32>) attributes {tile.e
 }
 
 
+
+// -----
+
+// An annotation may name a unit dim (`i * 32 + ...` of a 1 x N fragment, as a kernel written for
+// block_M rows reads at block_M = 1): that digit is always 0 and drops out, and the annotation holds.
+// CHECK-LABEL: func.func @annotated_unit_row
+// CHECK: "tile.alloc_fragment"() {layout = #tile.layout<#{{.+}}, #{{.+}}, 1 : i64>, name = "x", tile.annotated_layout
+func.func @annotated_unit_row(%X: memref<?x576xf32>, %Y: memref<?xf32>) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    // expected-remark @+1 {{fragment 'x' 1x576 over 32 threads, 18 registers per thread, replicate 1: #tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 2) mod 32)>, affine_map<(d0, d1) -> (d1 mod 2 + (d1 floordiv 64) * 2)>, 1 : i64>}}
+    %x = "tile.alloc_fragment"() {name = "x", tile.annotated_layout = #tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 2) mod 32 + d0 * 32)>, affine_map<(d0, d1) -> (d1 mod 2 + (d1 floordiv 64) * 2)>, 1 : i64>} : () -> memref<1x576xf32, "fragment">
+    // expected-remark @+1 {{fragment 'r' 1 over 32 threads, 1 registers per thread, replicate 32}}
+    %r = "tile.alloc_fragment"() {name = "r"} : () -> memref<1xf32, "fragment">
+    "tile.copy"(%X, %x, %c0, %c0, %c0, %c0) {shape = [1, 576]} : (memref<?x576xf32>, memref<1x576xf32, "fragment">, index, index, index, index) -> ()
+    "tile.reduce"(%x, %r) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x576xf32, "fragment">, memref<1xf32, "fragment">) -> ()
+    "tile.copy"(%r, %Y, %c0, %c0) {shape = [1]} : (memref<1xf32, "fragment">, memref<?xf32>, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
