@@ -41,8 +41,8 @@ def test_rmsnorm(level, N, rng):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_add_layernorm(level, rng):
-    N = 512
+@pytest.mark.parametrize("N", [512, 576])  # 576: config.row_layout's 4-byte chunks, 4 rows a block
+def test_add_layernorm(level, N, rng):
     x, r = (rng.standard_normal((5, N)).astype(BF16) for _ in range(2))
     w = (1 + 0.1 * rng.standard_normal(N)).astype(BF16)
     b = (0.1 * rng.standard_normal(N)).astype(BF16)
@@ -73,9 +73,10 @@ def test_row_reductions(level, rng):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_quant_row_fp8_bitwise(level, rng):
-    x = (rng.standard_normal((5, 512)) * rng.uniform(0.01, 100, (5, 1))).astype(BF16)
-    q, s = cpu(quant.quant_row_fp8, level, N=512)(x)
+@pytest.mark.parametrize("N", [512, 576])
+def test_quant_row_fp8_bitwise(level, N, rng):
+    x = (rng.standard_normal((5, N)) * rng.uniform(0.01, 100, (5, 1))).astype(BF16)
+    q, s = cpu(quant.quant_row_fp8, level, N=N)(x)
     amax = np.abs(x.astype(np.float32)).max(1)
     want_s = amax * np.float32(1 / 448.0)  # PyTorch's amax / 448: a product with the reciprocal
     want_q = (x.astype(np.float32) / want_s[:, None]).astype(FP8)
@@ -137,11 +138,17 @@ CUDA_CASES = [
 
 
 @pytest.mark.parametrize("factory,kwargs", CUDA_CASES, ids=lambda v: getattr(v, "__name__", str(v)))
-def test_library_kernel_compiles_to_cuda_with_16_byte_loads(factory, kwargs):
+def test_library_kernel_compiles_to_cuda_with_vector_loads(factory, kwargs):
+    """16-byte loads, except where config.row_layout reads 576-wide rows in 4-byte chunks."""
     kernel = factory(**kwargs)  # emits CUDA and compiles it with NVRTC for sm_90a (no GPU needed)
     assert kernel.cubin[:4] == b"\x7fELF"
     source = kernel.cuda_source()
-    assert "*reinterpret_cast<const " in source, "no 16-byte vector load in the generated source"
+    narrow = kwargs.get("N") == 576 and factory in (norm.add_layernorm, quant.quant_row_fp8)
+    float32_input = factory is reduce.row_sum or kwargs.get("src") == "float32"
+    vector = "bf16x2" if narrow else ("f32x4" if float32_input else "16x8")
+    loads = [line for line in source.splitlines() if "*reinterpret_cast<const " in line]
+    assert loads, "no vector load in the generated source"
+    assert all(f"{vector}*>" in line for line in loads), loads
 
 
 @pytest.mark.parametrize("factory, options, inputs", [
@@ -210,3 +217,18 @@ def test_tuned_rows_apply_only_where_measured_and_only_to_defaults():
     assert tuned("layernorm", 7168, "bfloat16", None, 1, 2) == (8, 1)  # and its min_blocks
     source = norm.layernorm(N=7168).artifact.cuda_source()
     assert 'void __launch_bounds__(128, 4) layernorm_kernel(' in source
+
+
+def test_narrow_row_layout_splits_a_row_evenly_over_a_warp():
+    from tilemlir.kernels.config import row_config
+
+    assert row_config(576, "bfloat16").row_layout.affine_maps(2) == (
+        "affine_map<(d0, d1) -> ((((d1 floordiv 2) mod 32) + (d0 * 32)))>",
+        "affine_map<(d0, d1) -> (((d1 mod 2) + ((d1 floordiv 64) * 2)))>")  # 9 chunks of 4 bytes a lane
+    assert row_config(320, "bfloat16").row_layout.affine_maps(2)[1] == (
+        "affine_map<(d0, d1) -> (((d1 mod 2) + ((d1 floordiv 64) * 2)))>")  # 8-byte would leave 2.5 a lane
+    assert row_config(384, "bfloat16").row_layout.affine_maps(2)[1] == (
+        "affine_map<(d0, d1) -> (((d1 mod 4) + ((d1 floordiv 128) * 4)))>")  # 8-byte chunks: 3 a lane
+    assert row_config(512, "bfloat16").row_layout is None  # 16-byte chunks split evenly: inferred layout
+    assert row_config(1000, "bfloat16").row_layout is None  # no chunk splits 1000 over 32 lanes
+    assert row_config(4096, "bfloat16").row_layout is None  # a row per block

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tilemlir.language as T
 from tilemlir.dialects.tile import MAX_THREADS_PER_SM  # bounds a factory's min_blocks
 
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
@@ -28,6 +29,15 @@ MIN_THREADS, MAX_THREADS = 128, 1024
 # blocks: at 8001 x 576, 9.3 / 11.4 / 15.3 / 11.9 us against 10.0 / 12.1 / 16.1 / 12.9 uncapped for
 # RMSNorm / LayerNorm / residual LayerNorm / SwiGLU; 12 or 16 spill (benchmarks/sweep_rows.py).
 NARROW_ROWS_MIN_BLOCKS = 8
+LANES = 32
+# RowConfig.row_layout reads a narrow row in the widest of these chunks that splits it evenly over a
+# warp's lanes. At 8001 x 576 bf16, 16-byte chunks (72 a row) leave the third load to 8 lanes; 4-byte
+# chunks give every lane 9 loads, which keeps more requests in flight in these latency-bound kernels
+# (on the H200, three interleaved rounds each, us): softmax 8.9-9.7 against 10.0-10.8, LayerNorm
+# 10.9-11.0 against 11.5-12.2, per-row quant 8.7-9.3 against 9.6-10.2, residual LayerNorm 15.5-16.0
+# against 15.6-16.0. The RMSNorms came out 0-7% slower and SwiGLU and the fp32 row reductions within
+# noise, so they keep infer-layouts' layout.
+NARROW_CHUNK_BYTES = (16, 8, 4)
 
 
 # Row widths the general rule serves badly, with the block shape benchmarks/sweep_rows.py measured
@@ -51,6 +61,9 @@ def tuned(factory: str, N: int, dtype: str, max_chunks: int | None, min_blocks: 
 class RowConfig:
     threads: int
     block_M: int = 1
+    # The layout kernels annotate their row fragment with (T.annotate_layout), where the one
+    # infer-layouts picks (16-byte chunks) would split the row unevenly over a warp.
+    row_layout: T.Layout | None = None
 
     def min_blocks(self, asked: int | None, one_row: int | None = None) -> int | None:
         """The resident blocks to ask for: `asked` when given, else `one_row` for one row per
@@ -70,4 +83,18 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
             if chunks % threads == 0 and chunks // threads <= max_chunks:
                 return RowConfig(threads)
     # Narrow or odd rows: one warp per row, several rows per block.
-    return RowConfig(threads=128, block_M=4)
+    return RowConfig(threads=128, block_M=4, row_layout=warp_row_layout(N, dtype))
+
+
+def warp_row_layout(N: int, dtype: str) -> T.Layout | None:
+    """One warp per row (row i on warp i), read in the widest chunk of NARROW_CHUNK_BYTES that
+    splits the row evenly over the lanes; None where that is 16 bytes (infer-layouts' own choice)
+    or none does."""
+    for chunk in NARROW_CHUNK_BYTES:
+        vector = chunk // ELEMENT_BYTES[dtype]
+        if vector >= 1 and N % (vector * LANES) == 0:
+            if chunk == CHUNK_BYTES:
+                return None
+            return T.Layout(lambda i, j: (j // vector) % LANES + i * LANES,
+                            lambda i, j: j % vector + (j // (vector * LANES)) * vector)
+    return None

@@ -133,6 +133,8 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
             b = T.alloc_fragment((N,), T.float32)
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
+            if cfg.row_layout is not None:
+                T.annotate_layout({x: cfg.row_layout})
             T.copy(X[bx * block_M, 0], x)
             layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
 
@@ -159,6 +161,8 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
             b = T.alloc_fragment((N,), T.float32)
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
+            if cfg.row_layout is not None:
+                T.annotate_layout({x: cfg.row_layout})
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
             for i, j in T.Parallel(block_M, N):

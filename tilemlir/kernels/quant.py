@@ -45,6 +45,8 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
             x = T.alloc_fragment((block_M, N), T.float32)
             scale = T.alloc_fragment((block_M,), T.float32)
             inv_scale = T.alloc_fragment((block_M,), T.float32)
+            if cfg.row_layout is not None:
+                T.annotate_layout({x: cfg.row_layout})
             T.copy(X[bx * block_M, 0], x)
             T.reduce_absmax(x, scale, dim=1)
             for i in T.Parallel(block_M):

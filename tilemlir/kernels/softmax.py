@@ -33,6 +33,8 @@ def _one_pass(N, dtype, max_chunks, min_blocks):
             x = T.alloc_fragment((block_M, N), T.float32)
             row_max = T.alloc_fragment((block_M,), T.float32)
             row_sum = T.alloc_fragment((block_M,), T.float32)
+            if cfg.row_layout is not None:
+                T.annotate_layout({x: cfg.row_layout})
             T.copy(X[bx * block_M, 0], x)
             T.reduce_max(x, row_max, dim=1)
             for i, j in T.Parallel(block_M, N):
