@@ -199,6 +199,13 @@ def invariance_cell(impl: dict[str, Any] | None) -> str:
     return verdict + (f" ({inv['detail']})" if inv.get("detail") else "")
 
 
+def _other_loads(bits: dict | None) -> str:
+    """' (9 x 32-bit)': the global loads of a kernel without 16-byte ones (JSON keys are strings)."""
+    if not bits:
+        return ""
+    return " (" + ", ".join(f"{n} x {b}-bit" for b, n in sorted(bits.items(), key=lambda kv: -int(kv[0]))) + ")"
+
+
 def resources_cell(res: dict[str, Any] | None) -> list[str]:
     if not res:
         return ["—"] * 4
@@ -206,7 +213,7 @@ def resources_cell(res: dict[str, Any] | None) -> list[str]:
         return [res["error"], "—", "—", "—"]
     spills = "0" if not res.get("local") and not res.get("local_insts") else \
         f"LOCAL {res.get('local')} B, {res.get('local_insts')} LDL/STL"
-    ldg = f"yes ({res['ldg128']})" if res.get("ldg128") else "no"
+    ldg = f"yes ({res['ldg128']})" if res.get("ldg128") else "no" + _other_loads(res.get("ldg_bits"))
     return [str(res.get("regs", "—")), spills, str(res.get("shared", "—")), ldg]
 
 

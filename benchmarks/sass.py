@@ -17,6 +17,8 @@ from pathlib import Path
 _FUNCTION = re.compile(r"^\s*Function\s+(\S+?):?\s*$")
 _RESOURCE = re.compile(r"\b(REG|STACK|SHARED|LOCAL):(\d+)")
 _LDG128 = re.compile(r"\bLDG(?:\.[A-Z0-9_]+)*\.128\b")
+_LDG = re.compile(r"\bLDG((?:\.[A-Z0-9_]+)*)")
+_LDG_BITS = {"128": 128, "64": 64, "U16": 16, "S16": 16, "U8": 8, "S8": 8}
 _STG128 = re.compile(r"\bSTG(?:\.[A-Z0-9_]+)*\.128\b")
 _LOCAL_MEMORY = re.compile(r"\b(?:LDL|STL)(?:\.[A-Z0-9_]+)*\b")
 _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
@@ -45,12 +47,23 @@ def sass_instructions(text: str) -> list[str]:
 
 
 def count_sass(text: str) -> dict[str, int]:
-    """Counts of 16-byte global loads/stores and local-memory loads/stores in a SASS dump."""
+    """Counts of 16-byte global loads/stores, of global loads by width in bits, and of
+    local-memory loads/stores in a SASS dump."""
     instructions = sass_instructions(text)
     return {"ldg128": sum(bool(_LDG128.search(i)) for i in instructions),
+            "ldg_bits": _load_widths(instructions),
             "stg128": sum(bool(_STG128.search(i)) for i in instructions),
             "local_insts": sum(bool(_LOCAL_MEMORY.search(i)) for i in instructions),
             "instructions": len(instructions)}
+
+
+def _load_widths(instructions: list[str]) -> dict[int, int]:
+    widths: dict[int, int] = {}
+    for match in filter(None, map(_LDG.search, instructions)):
+        suffixes = match.group(1).split(".")
+        bits = next((_LDG_BITS[s] for s in suffixes if s in _LDG_BITS), 32)
+        widths[bits] = widths.get(bits, 0) + 1
+    return widths
 
 
 def find_cuobjdump() -> str | None:

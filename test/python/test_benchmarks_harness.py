@@ -184,6 +184,7 @@ def test_quality_cells():
     assert report.resources_cell(res) == ["40", "0", "0", "yes (8)"]
     assert report.resources_cell({**res, "local": 16, "local_insts": 4, "ldg128": 0})[1:] == \
         ["LOCAL 16 B, 4 LDL/STL", "0", "no"]
+    assert report.resources_cell({**res, "ldg128": 0, "ldg_bits": {"32": 9, "64": 2}})[3] == "no (2 x 64-bit, 9 x 32-bit)"
     table = report.quality_table([{**result({"ours": ours}), "resources": res}])
     assert "FAIL nan" in table and "yes (8)" in table
 
@@ -258,6 +259,8 @@ SASS = """
                                                                                     /* 0x0002a8000c1e1d00 */
         /*0130*/                   LDG.E.128.CONSTANT R8, desc[UR4][R14.64] ;       /* 0x000000040e08b981 */
         /*0140*/                   LDG.E.64 R8, desc[UR4][R14.64] ;                 /* 0x000000040e08b981 */
+        /*0148*/                   LDG.E.CONSTANT R9, desc[UR4][R14.64] ;           /* 0x000000040e08b981 */
+        /*014c*/                   LDG.E.U16 R9, desc[UR4][R14.64] ;                /* 0x000000040e08b981 */
         /*0150*/                   STL.64 [R1], R4 ;                                /* 0x0000000401007387 */
         /*0160*/                   LDL R6, [R1+0x8] ;                               /* 0x0000080001067983 */
         /*0170*/                   STG.E.128 desc[UR4][R2.64], R4 ;                 /* 0x0000000402007986 */
@@ -272,8 +275,9 @@ def test_parse_resource_usage():
 
 
 def test_count_sass():
-    assert sass.count_sass(SASS) == {"ldg128": 2, "stg128": 1, "local_insts": 2, "instructions": 7}
-    assert sass.count_sass("") == {"ldg128": 0, "stg128": 0, "local_insts": 0, "instructions": 0}
+    assert sass.count_sass(SASS) == {"ldg128": 2, "ldg_bits": {128: 2, 64: 1, 32: 1, 16: 1}, "stg128": 1,
+                                     "local_insts": 2, "instructions": 9}
+    assert sass.count_sass("") == {"ldg128": 0, "ldg_bits": {}, "stg128": 0, "local_insts": 0, "instructions": 0}
 
 
 # -- our artifacts: the calling convention -----------------------------------------------------
