@@ -15,6 +15,13 @@ exact IR semantics where CUDA's own functions differ:
   costs one compare and select more than a saturating cast.
 - `tl_floordiv` / `tl_ceildiv` / `tl_floormod`: floor/ceil rounding for
   operands whose sign is unknown (C `/` and `%` truncate).
+- `tl_ipowi_i8` ... `tl_ipowi_i64`: `math.ipowi`, base ** exponent modulo
+  2**bits by square-and-multiply in unsigned C arithmetic (signed C products
+  would overflow). A negative exponent gives what MLIR's expansion
+  (convert-math-to-funcs) gives: 1 ** k is 1, (-1) ** k is -1 for odd k and
+  1 for even, every other base 0. For base 0 MLIR divides 1 by 0 (undefined
+  behaviour); the CPU backend's LLVM merges that case with base 1, so the
+  helper returns 1 as well.
 """
 
 from __future__ import annotations
@@ -96,12 +103,30 @@ template <typename T> __device__ __forceinline__ T tl_floormod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }"""
 
+_IPOWI = """\
+__device__ __forceinline__ {t} tl_ipowi_i{bits}({t} base, {t} exponent) {{
+  if (exponent < 0) {{
+    if (base == -1) return (exponent & 1) ? -1 : 1;
+    return base == 0 || base == 1 ? 1 : 0;
+  }}
+  {u} power = 1, square = ({u})base;
+  for ({t} k = exponent; k != 0; k >>= 1) {{
+    if (k & 1) power *= square;
+    square *= square;
+  }}
+  return ({t})power;
+}}"""
+# (C type, the unsigned type its powers are computed in: narrower ones would be promoted to int)
+_IPOWI_TYPES = {8: ("signed char", "unsigned int"), 16: ("short", "unsigned int"), 32: ("int", "unsigned int"),
+                64: ("long long", "unsigned long long")}
+
 HELPERS = {
     "maxmin_f32": _MAXMIN_F32, "maxmin_f64": _MAXMIN_F64, "maxmin_f16": _MAXMIN_16.format(t="half"),
     "maxmin_bf16": _MAXMIN_16.format(t="__nv_bfloat16"),
     "e4m3": _E4M3, "e4m3_f64": _FP8_FROM_F64.format(fmt="e4m3", FMT="E4M3"),
     "e5m2": _E5M2, "e5m2_f64": _FP8_FROM_F64.format(fmt="e5m2", FMT="E5M2"),
     "division": _DIVISION,
+    **{f"ipowi_i{bits}": _IPOWI.format(t=t, u=u, bits=bits) for bits, (t, u) in _IPOWI_TYPES.items()},
 }
 
 

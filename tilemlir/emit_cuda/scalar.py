@@ -12,6 +12,7 @@ IR's sized-integer add, sub, mul and shift left wrap, where signed C
 arithmetic would overflow (undefined behaviour): 32- and 64-bit ones, and
 every shift left, compute on unsigned C operands (`(int)((unsigned int)a *
 16777619u)`); `index` math stays plain (it is assumed not to overflow).
+`math.ipowi` calls a prelude helper per width (`tl_ipowi_i32`).
 """
 
 from __future__ import annotations
@@ -207,6 +208,10 @@ class ScalarOps:
         kind = float_kind(type_)
         if fn == "absi":
             return C.call("llabs" if self.types.scalar(type_) == "long long" else "abs", args[0])
+        if fn == "ipowi" and int_width(type_) in (8, 16, 32, 64):
+            helper = f"ipowi_i{int_width(type_)}"
+            self._prelude.helper(helper)
+            return C.call(f"tl_{helper}", *args)
         if fn in ("isnan", "isinf", "isfinite"):
             operand_kind = float_kind(element_type(op.operands[0].type))
             return C.call(fn, self.to_float(args[0], operand_kind))
