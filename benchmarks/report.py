@@ -273,7 +273,7 @@ def full_markdown(report: dict[str, Any]) -> str:
     parts = ["## Environment", "", *(f"- {k}: {v}" for k, v in env.items()), "",
              f"Copy bandwidth (device to device, bytes read + written): "
              f"{fmt_num(copy)} GB/s (measurements: {', '.join(fmt_num(c) for c in report.get('copy_runs', []))})", "",
-             "## Time and bandwidth (time: lower of two medians; ratio: best peer time / our time)", "",
+             "## Time and bandwidth (time: lowest of the rounds' medians; ratio: best peer time / our time)", "",
              perf_table(report["results"], copy), "",
              "## Every implementation, % of copy bandwidth", "", peer_rate_table(report["results"], copy), "",
              "## Correctness (relative norm error vs float64), bitwise, batch invariance, resources", "",
