@@ -1,6 +1,7 @@
 """Artifacts: export, the standalone host launcher, `load(dir)` without MLIR, import cost."""
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import pytest
 from tilemlir.errors import LaunchError
 from tilemlir.runtime.artifact import load
 from tilemlir.runtime.builder import build
+from tilemlir.runtime.expr import Expr
 from tilemlir.runtime.host_launcher import host_launcher_source
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -67,6 +69,33 @@ def test_host_launcher_declares_the_kernel_abi_and_computes_grid():
     assert "CHECK(cudaGetLastError());" in host
     narrow = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), index_bits=32))
     assert "float arg_s, int sym_M);" in host_launcher_source(narrow)
+
+
+HELPER_EXPRS = ["-(-wrap(M * 4, 32) // 128)", "(wrapu(M * 4, 32) + 127) // 128", "wrap(M, 8)", "wrapu(M - 300, 16)",
+                "wrap(M, 63)", "wrap(M, 64)", "wrapu(M, 1)", "wrap(M, 1)", "max(M % 7, -M // 3)"]
+HELPER_VALUES = [0, 1, -1, 200, 300, 2**30 + 100, 2**31, -(2**31) - 7, 2**40 + 5, 2**60 + 9, -(2**61)]  # M * 4 fits in int64
+
+
+def test_host_launcher_helpers_compute_what_the_expressions_do(tmp_path):
+    """The launcher's grid formulas (floor division and modulo, min, max, wrap, wrapu) in C++, run."""
+    compiler = shutil.which("g++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    host = host_launcher_source(SIGNATURE)
+    helpers = host[host.index("// Python's floor division"):host.index('// "NAME=value"')]
+    exprs = [Expr(text) for text in HELPER_EXPRS]
+    lines = [f'  printf("%lld\\n", (long long)({e.to_c(lambda name: "m")}));' for e in exprs]
+    program = "#include <cstdio>\n#include <cstdlib>\n" + helpers + textwrap.dedent("""
+        int main(int argc, char** argv) {
+          long long m = atoll(argv[1]);
+        """) + "\n".join(lines) + "\n}\n"
+    (tmp_path / "helpers.cpp").write_text(program)
+    subprocess.run([compiler, "-std=c++17", "-O1", "-o", str(tmp_path / "helpers"), str(tmp_path / "helpers.cpp")],
+                   check=True, capture_output=True)
+    for value in HELPER_VALUES:
+        done = subprocess.run([str(tmp_path / "helpers"), str(value)], check=True, capture_output=True, text=True)
+        expected = [e.closure({"M": 0})([value]) for e in exprs]
+        assert [int(v) for v in done.stdout.split()] == expected, value
 
 
 def test_host_launcher_declaration_matches_the_kernel():

@@ -141,3 +141,74 @@ def test_a_bool_is_no_int_value(text):
     slots, bools = SLOTS | {"flag": 3}, frozenset({"flag"})
     assert Expr(text).to_postfix(slots, bool_names=bools) is None
     assert Expr(text).to_postfix(slots, boolean=True, bool_names=bools) is not None
+
+
+# -- wrap(x, bits) and wrapu(x, bits): what a sized integer holds ----------------------------------------------------
+
+WRAP_VALUES = [0, 1, -1, 127, 128, -128, -129, 255, 256, 2**15, 2**31 - 1, 2**31, -(2**31) - 1, 2**32 + 400, 2**40 + 3,
+               -(2**40) - 3, 2**63 - 1, -(2**63), 2**63, 2**64 + 5, -(2**70) + 11]
+
+
+def numpy_wrap(value, bits, unsigned):
+    """The wrap as numpy's fixed-width integers compute it (bits 8..64): the low bits, reinterpreted."""
+    import numpy as np
+
+    low = np.array(value % 2**64, dtype=np.uint64).astype(f"uint{bits}")
+    return int(low) if unsigned else int(low.view(f"int{bits}"))
+
+
+@pytest.mark.parametrize("bits", [8, 16, 32, 64])
+def test_wrap_reads_the_low_bits_as_numpy_does(bits):
+    signed, unsigned = Expr(f"wrap(M, {bits})").closure(SLOTS), Expr(f"wrapu(M, {bits})").closure(SLOTS)
+    for value in WRAP_VALUES:
+        assert signed([value, 0, 0]) == numpy_wrap(value, bits, False), value
+        assert unsigned([value, 0, 0]) == numpy_wrap(value, bits, True), value
+
+
+@pytest.mark.parametrize("text, env, value", [
+    ("wrap(M, 1)", (1, 0, 0), -1), ("wrap(M, 1)", (2, 0, 0), 0), ("wrapu(M, 1)", (-1, 0, 0), 1),
+    ("wrap(M * 4, 32)", (2**30 + 100, 0, 0), 400), ("-(-wrap(M * 4, 32) // 128)", (2**30 + 100, 0, 0), 4),
+    ("(wrapu(M * 4, 32) + 127) // 128", (2**30 + 100, 0, 0), 4), ("wrap(M, 8)", (300, 0, 0), 44),
+    ("wrap(M, 8)", (200, 0, 0), -56), ("wrap(M + N, 63)", (2**61, 2**61, 0), -(2**62)), ("wrapu(True, 8)", (), 1),
+])
+def test_wrap_values(text, env, value):
+    assert Expr(text).closure(SLOTS)(env) == value
+
+
+@pytest.mark.parametrize("text", ["wrap(M, 32)", "wrapu(M * N, 8) + K", "-(-wrap(M * 4, 32) // 128)",
+                                  "wrap(wrapu(M, 16) - N, 64)", "min(wrap(M, 8), K)"])
+def test_wrap_python_source_evaluates_like_the_closure(text):
+    """The fast path's source writes a wrap out with %, the builtins only."""
+    expr = Expr(text)
+    source = expr.to_python(lambda name: f"s_{name}")
+    assert "wrap" not in source.replace("s_", "")
+    for value in WRAP_VALUES:
+        env = [value, 3 - value, 7]
+        assert eval(source, {"__builtins__": {"min": min}}, {"s_M": env[0], "s_N": env[1], "s_K": env[2]}) == \
+            expr.closure(SLOTS)(env), (text, value)
+
+
+def test_wrap_in_c_and_postfix():
+    rename = {"M": "sym_M"}.__getitem__
+    assert Expr("-(-wrap(M * 4, 32) // 128)").to_c(rename) == "(-tl_floordiv((-tl_wrap((sym_M * 4LL), 32)), 128LL))"
+    assert Expr("wrapu(M, 8)").to_c(rename) == "tl_wrapu(sym_M, 8)"
+    assert Expr("(wrapu(M * 4, 32) + 127) // 128").to_postfix(SLOTS) == [
+        ("load", 0), ("const", 4), ("*",), ("wrapu", 32), ("const", 127), ("+",), ("const", 128), ("//",)]
+    assert Expr("wrap(M, 8)").to_postfix(SLOTS) == [("load", 0), ("wrap", 8)]
+    assert Expr("wrap(flag, 1)").to_postfix(SLOTS | {"flag": 3}, bool_names=frozenset({"flag"})) == \
+        [("load", 3), ("wrap", 1)]  # of a bool, an int
+    assert Expr("wrap(M + 0.5, 8)").to_postfix(SLOTS) is None
+    assert Expr("wrap(M > 0 and N, 8)").to_postfix(SLOTS) is None  # and's operand value
+
+
+@pytest.mark.parametrize("text", ["wrap(M)", "wrap(M, 0)", "wrapu(M, 65)", "wrap(M, N)", "wrap(M, 8.0)",
+                                  "wrap(M, True)", "wrap(*M, 8)", "wrap(M, bits=8)", "wrap(M, 8, 1)", "wrap(M, -8)"])
+def test_wrap_needs_one_operand_and_a_literal_width(text):
+    with pytest.raises(ExprError, match=r"call wrapu?\(\.\.\.\) is not allowed .*wrap\(x, bits\) and wrapu\(x, bits\) "
+                                        r"with bits an int literal in 1\.\.64"):
+        Expr(text)
+
+
+def test_wrap_names_and_constants():
+    assert Expr("wrap(N * M, 16) + K").names == ("N", "M", "K")
+    assert Expr("wrap(70000, 16)").constant() == 4464

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from tilemlir.errors import LaunchError
 from tilemlir.runtime import native
 from tilemlir.runtime.dtypes import DTYPES
-from tilemlir.runtime.expr import Expr
+from tilemlir.runtime.expr import Expr, wrap, wrapu
 from tilemlir.runtime.fastpath import SLOW, FastCall
 from tilemlir.runtime.kernel import stream_handle
 from tilemlir.runtime.native_call import KDL_CUDA, NativeCall, _program, exchange_api, plan_spec
@@ -750,6 +750,10 @@ BAD_PROGRAMS = {
     "min of none": [4, 0, 1, 8, 0],
     "min of more than the stack": [6, 0, 1, 0, 2, 8, 3],
     "a stack deeper than 32": [98, *[0, 1] * 33, *[2] * 32],
+    "a wrap to 0 bits": [4, 0, 1, 19, 0],
+    "a wrap to 65 bits": [4, 0, 1, 20, 65],
+    "a wrap without its width": [3, 0, 1, 19],
+    "a wrap of an empty stack": [2, 19, 8],
 }
 
 
@@ -1015,6 +1019,8 @@ def eager(node, env):
     if isinstance(node, ast.BoolOp):
         values = [eager(v, env) for v in node.values]
         return int(all(values) if isinstance(node.op, ast.And) else any(values))
+    if node.func.id in ("wrap", "wrapu"):
+        return int64({"wrap": wrap, "wrapu": wrapu}[node.func.id](eager(node.args[0], env), node.args[1].value))
     return {"min": min, "max": max}[node.func.id](eager(a, env) for a in node.args)
 
 
@@ -1029,6 +1035,8 @@ def _int_extend(inner):
         inner.map("(-{})".format), inner.map("(+{})".format),
         st.tuples(st.sampled_from(["min", "max"]), st.lists(inner, min_size=2, max_size=3))
         .map(lambda t: f"{t[0]}({', '.join(t[1])})"),
+        st.tuples(st.sampled_from(["wrap", "wrapu"]), inner, st.sampled_from([1, 8, 16, 32, 63, 64]))
+        .map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
     )
 
 
@@ -1096,6 +1104,13 @@ def test_truth_programs_compute_what_python_computes(ext, text, env):
     ("M * N", (2**32, 2**31, 0), None), ("M * N", (2**32, 2**30, 0), 2**62),
     ("M // N", (-7, 2, 0), -4), ("M % N", (-7, 2, 0), 1), ("M % N", (7, -2, 0), -1), ("M // N", (7, -2, 0), -4),
     ("min(M, N, K)", (3, -2, 1), -2), ("max(M, N, K)", (3, -2, 1), 3),
+    ("wrap(M, 32)", (2**31, 0, 0), -(2**31)), ("wrap(M, 32)", (-(2**31) - 1, 0, 0), 2**31 - 1),
+    ("wrap(M, 8)", (300, 0, 0), 44), ("wrapu(M, 8)", (-56, 0, 0), 200), ("wrap(M, 1)", (INT64_MAX, 0, 0), -1),
+    ("wrap(M, 63)", (2**62, 0, 0), -(2**62)), ("wrapu(M, 63)", (-1, 0, 0), 2**63 - 1),
+    ("wrap(M, 64)", (INT64_MIN, 0, 0), INT64_MIN), ("wrapu(M, 64)", (INT64_MAX, 0, 0), INT64_MAX),
+    ("wrapu(M, 64)", (-1, 0, 0), None),  # 2**64 - 1 is no int64: the general path computes it
+    ("wrap(M * N, 32)", (2**32, 2**31, 0), None),  # the product overflows int64 before the wrap
+    ("-(-wrap(M * 4, 32) // 128)", (2**30 + 100, 0, 0), 4),
 ])
 def test_program_edge_values(ext, text, env, value):
     words = _program(Expr(text), SLOTS, False)

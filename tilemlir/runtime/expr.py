@@ -8,8 +8,13 @@ names from a flat environment list: nothing is ever passed to `eval`.
 
 Allowed: int, float and bool constants; names; ``+ - * // %``; unary ``-``
 and ``+``; comparisons (chained too); ``and``, ``or``, ``not``; ``min(a, b, ...)``
-and ``max(a, b, ...)``. Everything else (attributes, subscripts, ``**``, ``/``,
-other calls, lambdas, ...) is rejected with the offending construct named.
+and ``max(a, b, ...)``; ``wrap(x, bits)`` and ``wrapu(x, bits)``, `x` reduced
+modulo ``2**bits`` into the signed range ``[-2**(bits-1), 2**(bits-1))`` or
+the unsigned one ``[0, 2**bits)`` (what a sized integer of that width holds:
+a grid computed in int32 arithmetic wraps as the device's does), `bits` an
+int literal in 1..64. Everything else (attributes, subscripts, ``**``,
+``/``, other calls, lambdas, ...) is rejected with the offending construct
+named.
 """
 
 from __future__ import annotations
@@ -37,6 +42,22 @@ _COMPARE = {
     ast.GtE: (operator.ge, ">="),
 }
 _CALLS = {"min": min, "max": max}
+_WRAPS = ("wrap", "wrapu")
+MAX_WRAP_BITS = 64
+
+
+def wrap(value: int, bits: int) -> int:
+    """`value` as a signed `bits`-bit integer holds it: reduced into [-2**(bits-1), 2**(bits-1))."""
+    half = 1 << (bits - 1)
+    return (value + half) % (2 * half) - half
+
+
+def wrapu(value: int, bits: int) -> int:
+    """`value` as an unsigned `bits`-bit integer holds it: reduced into [0, 2**bits)."""
+    return value % (1 << bits)
+
+
+_WRAP_FNS = {"wrap": wrap, "wrapu": wrapu}
 
 
 class ExprError(ValueError):
@@ -79,9 +100,12 @@ class Expr:
             children = list(node.values)
         elif isinstance(node, ast.Call) and self._is_min_max(node):
             children = list(node.args)
+        elif isinstance(node, ast.Call) and self._is_wrap(node):
+            children = node.args[:1]
         else:
             raise ExprError(f"expression {self.text!r}: {self._describe(node)} is not allowed "
-                            "(allowed: numbers, names, + - * // %, comparisons, and/or/not, min, max)")
+                            "(allowed: numbers, names, + - * // %, comparisons, and/or/not, min, max, "
+                            f"wrap(x, bits) and wrapu(x, bits) with bits an int literal in 1..{MAX_WRAP_BITS})")
         for child in children:
             self._validate(child, names)
 
@@ -89,6 +113,14 @@ class Expr:
     def _is_min_max(node: ast.Call) -> bool:
         return (isinstance(node.func, ast.Name) and node.func.id in _CALLS and not node.keywords
                 and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args))
+
+    @staticmethod
+    def _is_wrap(node: ast.Call) -> bool:
+        if not (isinstance(node.func, ast.Name) and node.func.id in _WRAPS and not node.keywords
+                and len(node.args) == 2 and not isinstance(node.args[0], ast.Starred)):
+            return False
+        bits = node.args[1]
+        return isinstance(bits, ast.Constant) and type(bits.value) is int and 1 <= bits.value <= MAX_WRAP_BITS
 
     @staticmethod
     def _describe(node: ast.AST) -> str:
@@ -115,14 +147,16 @@ class Expr:
         """C++ source for the expression over 64-bit ints, with names spelled by `rename`.
 
         Uses the helpers `tl_floordiv`, `tl_floormod`, `tl_min`, `tl_max` that
-        keep Python's floor semantics (see the exported host launcher)."""
+        keep Python's floor semantics, and `tl_wrap`, `tl_wrapu` (see the
+        exported host launcher)."""
         return _to_c(self._root, rename)
 
     def to_postfix(self, slots: Mapping[str, int], boolean: bool = False,
                    bool_names: frozenset[str] = frozenset()) -> list[tuple] | None:
         """The expression as postfix steps over 64-bit ints, for the native call
         plan: ("const", v), ("load", slot), (operator,) for ``+ - * // % neg not``
-        and the comparisons, (name, count) for ``min max and or``.
+        and the comparisons, (name, count) for ``min max and or``, (name, bits)
+        for ``wrap wrapu``.
 
         `boolean`: only the truth of the value matters (an assume); otherwise the
         value must be an int (a bool is not: the general path rejects a grid of
@@ -136,7 +170,8 @@ class Expr:
 
     def to_python(self, rename: Callable[[str], str]) -> str:
         """Python source for the expression with names spelled by `rename`
-        (min and max stay the builtins); it evaluates exactly as `closure` does."""
+        (min and max stay the builtins, wrap and wrapu are written out with
+        ``%``); it evaluates exactly as `closure` does."""
         return ast.unparse(_Rename(rename).visit(ast.parse(self.text.strip(), mode="eval")).body)
 
 
@@ -144,12 +179,23 @@ class _Rename(ast.NodeTransformer):
     def __init__(self, rename: Callable[[str], str]):
         self._rename = rename
 
-    def visit_Call(self, node: ast.Call) -> ast.Call:
+    def visit_Call(self, node: ast.Call) -> ast.expr:
         node.args = [self.visit(a) for a in node.args]
+        if node.func.id in _WRAPS:  # type: ignore[attr-defined]
+            return _wrap_arithmetic(node.func.id, node.args[0], node.args[1].value)  # type: ignore[attr-defined]
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.Name:
         return ast.Name(self._rename(node.id), node.ctx)
+
+
+def _wrap_arithmetic(name: str, operand: ast.expr, bits: int) -> ast.expr:
+    """``wrapu(x, b)`` as ``x % 2**b``; ``wrap(x, b)`` as ``(x + 2**(b-1)) % 2**b - 2**(b-1)``."""
+    modulus = ast.Constant(1 << bits)
+    if name == "wrapu":
+        return ast.BinOp(operand, ast.Mod(), modulus)
+    half = ast.Constant(1 << (bits - 1))
+    return ast.BinOp(ast.BinOp(ast.BinOp(operand, ast.Add(), half), ast.Mod(), modulus), ast.Sub(), half)
 
 
 def _build(node: ast.AST, slots: Mapping[str, int]) -> Closure:
@@ -196,6 +242,9 @@ def _build_node(node: ast.AST, slots: Mapping[str, int]) -> Closure:
             return lambda env: _all(values, env)
         return lambda env: _any(values, env)
     assert isinstance(node, ast.Call)
+    if node.func.id in _WRAPS:  # type: ignore[attr-defined]
+        wrap_fn, operand, bits = _WRAP_FNS[node.func.id], _build_node(node.args[0], slots), node.args[1].value
+        return lambda env: wrap_fn(operand(env), bits)
     fn = _CALLS[node.func.id]  # type: ignore[attr-defined]
     args = tuple(_build_node(a, slots) for a in node.args)
     if len(args) == 2:
@@ -293,6 +342,11 @@ def _postfix(node: ast.AST, slots: Mapping[str, int], steps: list[tuple], bools:
         steps.append(("and" if isinstance(node.op, ast.And) else "or", len(node.values)))
         return "truth"
     assert isinstance(node, ast.Call)
+    if node.func.id in _WRAPS:  # type: ignore[attr-defined]
+        if _postfix(node.args[0], slots, steps, bools) not in numeric:
+            return None
+        steps.append((node.func.id, node.args[1].value))  # type: ignore[attr-defined]
+        return "int"
     if any(_postfix(a, slots, steps, bools) != "int" for a in node.args):
         return None  # min/max return an operand: of bools, a bool
     steps.append((node.func.id, len(node.args)))  # type: ignore[attr-defined]
@@ -324,6 +378,8 @@ def _to_c(node: ast.AST, rename: Callable[[str], str]) -> str:
         joiner = " && " if isinstance(node.op, ast.And) else " || "
         return "(" + joiner.join(_to_c(v, rename) for v in node.values) + ")"
     assert isinstance(node, ast.Call)
+    if node.func.id in _WRAPS:  # type: ignore[attr-defined]
+        return f"tl_{node.func.id}({_to_c(node.args[0], rename)}, {node.args[1].value})"  # type: ignore[attr-defined]
     args = [_to_c(a, rename) for a in node.args]
     out = args[0]
     for arg in args[1:]:

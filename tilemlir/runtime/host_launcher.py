@@ -42,6 +42,15 @@ static long long tl_floormod(long long a, long long b) {
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// wrap(a, bits) and wrapu(a, bits): a's low `bits` bits read as signed or unsigned, as a sized integer holds them.
+static long long tl_wrap(long long a, int bits) {
+  if (bits >= 64) return a;
+  unsigned long long low = (unsigned long long)a & ((1ull << bits) - 1), sign = 1ull << (bits - 1);
+  return (long long)(low ^ sign) - (long long)sign;
+}
+static long long tl_wrapu(long long a, int bits) {
+  return bits >= 64 ? a : (long long)((unsigned long long)a & ((1ull << bits) - 1));
+}
 template <typename A, typename B> static auto tl_min(A a, B b) { return a < b ? a : b; }
 template <typename A, typename B> static auto tl_max(A a, B b) { return a < b ? b : a; }
 

@@ -95,7 +95,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
 
 /* Expression programs (postfix over int64; see native_call.py) */
 enum { OP_CONST, OP_LOAD, OP_ADD, OP_SUB, OP_MUL, OP_FLOORDIV, OP_MOD, OP_NEG, OP_MIN, OP_MAX,
-       OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_NOT, OP_AND, OP_OR };
+       OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_NOT, OP_AND, OP_OR, OP_WRAP, OP_WRAPU };
 enum { INPUT_TENSOR, INPUT_SCALAR };
 enum { PARAM_TENSOR, PARAM_SCALAR, PARAM_SYMBOL };
 
@@ -144,6 +144,19 @@ static int floor_divmod(int64_t a, int64_t b, int64_t* q, int64_t* r) {
   return 1;
 }
 
+/* Python's wrap(a, bits) and wrapu(a, bits) (runtime/expr.py): a's low `bits` bits, read as signed
+   or unsigned; 0 when the result is not an int64 (an unsigned 64-bit value of 2**63 or more). */
+static int wrap_bits(int64_t a, int64_t bits, int is_unsigned, int64_t* out) {
+  if (bits == 64) {
+    if (is_unsigned && a < 0) return 0;
+    *out = a;
+    return 1;
+  }
+  uint64_t low = (uint64_t)a & ((UINT64_C(1) << bits) - 1), sign = UINT64_C(1) << (bits - 1);
+  *out = is_unsigned ? (int64_t)low : (int64_t)(low ^ sign) - (int64_t)sign;
+  return 1;
+}
+
 /* Evaluates one program over env; 1 and *out on success, 0 when Python would raise or overflow
    (the general path then evaluates it and reports). */
 static int evaluate(const int64_t* program, const int64_t* env, int64_t* out) {
@@ -158,6 +171,10 @@ static int evaluate(const int64_t* program, const int64_t* env, int64_t* out) {
       case OP_LOAD: if (top >= MAX_STACK) return 0; stack[top++] = env[op[++pc]]; break;
       case OP_NEG: if (stack[top - 1] == INT64_MIN) return 0; stack[top - 1] = -stack[top - 1]; break;
       case OP_NOT: stack[top - 1] = !stack[top - 1]; break;
+      case OP_WRAP: case OP_WRAPU:
+        if (!wrap_bits(stack[top - 1], op[pc + 1], op[pc] == OP_WRAPU, &stack[top - 1])) return 0;
+        ++pc;
+        break;
       case OP_MIN: case OP_MAX: case OP_AND: case OP_OR: {
         int64_t count = op[++pc], kind = op[pc - 1];
         int64_t acc = stack[top - count];
@@ -213,6 +230,10 @@ static int validate_program(const int64_t* program, int64_t env_size) {
       ++pc;
       pops = 0;
     } else if (kind == OP_NEG || kind == OP_NOT) {
+      pops = 1;
+    } else if (kind == OP_WRAP || kind == OP_WRAPU) {
+      if (pc + 1 >= length || op[pc + 1] < 1 || op[pc + 1] > 64) return 0;
+      ++pc;
       pops = 1;
     } else if (kind == OP_MIN || kind == OP_MAX || kind == OP_AND || kind == OP_OR) {
       if (pc + 1 >= length) return 0;

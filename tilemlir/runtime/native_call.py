@@ -48,7 +48,8 @@ KDL_CUDA = 2
 MAX_TENSORS, MAX_RANK, MAX_PARAMS, MAX_ENV, MAX_STACK = 32, 8, 128, 64, 32  # as in launch.c
 
 _OPCODES = {"const": 0, "load": 1, "+": 2, "-": 3, "*": 4, "//": 5, "%": 6, "neg": 7, "min": 8, "max": 9,
-            "==": 10, "!=": 11, "<": 12, "<=": 13, ">": 14, ">=": 15, "not": 16, "and": 17, "or": 18}
+            "==": 10, "!=": 11, "<": 12, "<=": 13, ">": 14, ">=": 15, "not": 16, "and": 17, "or": 18,
+            "wrap": 19, "wrapu": 20}
 # The scalar kinds launch.c converts: the parameter's C type, as a character.
 _SCALAR_KINDS = {"float32": "f", "float64": "d", "bool": "?", "int8": "b", "uint8": "B", "int16": "h",
                  "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q"}
@@ -148,7 +149,7 @@ def _program(expr: Any, slots: dict[str, int], boolean: bool,
     for step in steps:
         words += [_OPCODES[step[0]], *step[1:]]
         pops = step[1] if step[0] in ("min", "max", "and", "or") else 0 if step[0] in ("const", "load") else \
-            1 if step[0] in ("neg", "not") else 2
+            1 if step[0] in ("neg", "not", "wrap", "wrapu") else 2
         depth += 1 - pops
         if depth > MAX_STACK:
             return None
