@@ -147,3 +147,29 @@ def test_pow_fma_ipowi_and_float_classes():
 def test_ops_without_an_llvm_lowering_are_a_compile_error():
     with pytest.raises(CompileError, match="gpu.barrier"):
         native("func.func @f() {\n gpu.barrier\n return\n}")
+
+
+def test_bool_vectors_in_memory_are_a_byte_per_lane():
+    """vector<4xi1> loads and stores (vectorize makes them for bool tensors) read numpy's one byte per bool:
+    LLVM alone would pack the four lanes into the bits of one byte."""
+    kernel = native("""
+    func.func @f(%a: memref<?xi1>, %b: memref<?xi1>) {
+      %c0 = arith.constant 0 : index
+      %c4 = arith.constant 4 : index
+      %n = memref.dim %a, %c0 : memref<?xi1>
+      %ones = arith.constant dense<true> : vector<4xi1>
+      %local = memref.alloca() : memref<4xi1>
+      scf.for %i = %c0 to %n step %c4 {
+        %v = vector.load %a[%i] : memref<?xi1>, vector<4xi1>
+        vector.store %v, %local[%c0] : memref<4xi1>, vector<4xi1>
+        %u = vector.load %local[%c0] : memref<4xi1>, vector<4xi1>
+        %w = arith.xori %u, %ones : vector<4xi1>
+        vector.store %w, %b[%i] : memref<?xi1>, vector<4xi1>
+      }
+      return
+    }""")
+    a = np.random.default_rng().random(64) < 0.5
+    a[:4] = [False, True, False, True]
+    b = a.copy()  # poisoned: every element that is not written stays wrong
+    kernel(a, b)
+    assert np.array_equal(b, ~a), np.flatnonzero(b == a)[:8]

@@ -29,7 +29,8 @@ import numpy as np
 
 from tilemlir.backends.cpu.ir_builders import CMPF, constant
 from tilemlir.errors import CompileError
-from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, translate_module_to_llvmir
+from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, memref, translate_module_to_llvmir
+from tilemlir.mlir import vector
 from tilemlir.mlir import math as math_dialect
 
 NARROW_TYPES = "f16,bf16,f8E4M3FN,f8E5M2"
@@ -66,6 +67,7 @@ def to_llvm_ir(module: ir.Module) -> str:
     with module.context:
         _run(module, _BEFORE_CASTS)
         _expand_isinf(module)
+        _scalarize_bool_vectors(module)
         cpu_expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
@@ -84,6 +86,39 @@ def _expand_isinf(module: ir.Module) -> None:
             result = arith.cmpf(CMPF.OEQ, math_dialect.absf(value), inf)
         op.results[0].replace_all_uses_with(result)
         op.erase()
+
+
+def _scalarize_bool_vectors(module: ir.Module) -> None:
+    """Each 1-D `vector.load` / `vector.store` of i1 lanes as one `memref.load` / `memref.store` per lane:
+    LLVM packs a `<N x i1>` in memory into bits, where a memref of i1 (a numpy bool array) has a byte each."""
+    found = []
+
+    def visit(op):
+        if op.name in ("vector.load", "vector.store"):
+            element = _vector_of(op).element_type
+            if _vector_of(op).rank == 1 and isinstance(element, ir.IntegerType) and element.width == 1:
+                found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in found:
+        is_load = op.name == "vector.load"
+        buffer, *indices = op.operands if is_load else op.operands[1:]
+        with op.location, ir.InsertionPoint(op):
+            step = [constant(ir.IndexType.get(), k) for k in range(1, _vector_of(op).shape[0])]
+            lanes = [indices] + [[*indices[:-1], arith.addi(indices[-1], k)] for k in step]
+            if is_load:
+                loaded = [memref.load(buffer, at) for at in lanes]
+                op.results[0].replace_all_uses_with(vector.from_elements(_vector_of(op), loaded))
+            else:
+                for k, at in enumerate(lanes):
+                    memref.store(vector.extract(op.operands[0], [], [k]), buffer, at)
+        op.erase()
+
+
+def _vector_of(op) -> ir.VectorType:
+    """The vector type a `vector.load` gives or a `vector.store` takes."""
+    return ir.VectorType(op.results[0].type if op.name == "vector.load" else op.operands[0].type)
 
 
 def _run(module: ir.Module, pipeline: str) -> None:
