@@ -144,9 +144,24 @@ def to_index(value) -> Scalar:
 # ----------------------------------------------------------------------------
 # Arithmetic.
 
-_ARITH_OPS = ("+", "-", "*", "/", "//", "%", "**")
 _BIT_OPS = ("&", "|", "^", "<<", ">>")
 _EXPR_OPS = ("+", "-", "*", "//", "%")
+
+# Two bool operands give numpy's bool results: `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
+# abs / floor / ceil (the value). The rest is refused: numpy's `+` is `or` where Python counts, `-` and
+# unary `-` are numpy errors, and numpy's `/ // % ** << >>` give float64 or int8.
+_BOOL_LOGICAL = {"&": "&", "|": "|", "^": "^", "*": "&"}
+_BOOL_HINTS = {
+    "+": "write a | b for 'either', or T.cast(a, T.int32) + T.cast(b, T.int32) to count",
+    "-": "write a ^ b for 'differ', or T.cast(a, T.int32) - T.cast(b, T.int32)",
+    "/": "convert them first, e.g. T.cast(a, T.float32) / T.cast(b, T.float32)",
+}
+
+
+def _bool_operator_error(op: str) -> KernelError:
+    hint = _BOOL_HINTS.get(op, f"convert them first, e.g. T.cast(a, T.int32) {op} T.cast(b, T.int32)")
+    named = "'**' (T.pow)" if op == "**" else f"'{op}'"
+    return KernelError(f"{named} is not defined on bool operands: {hint}")
 
 
 def common_dtype(*values) -> DType:
@@ -193,8 +208,10 @@ def binary(op: str, a, b) -> Scalar:
     same = _identity_operand(op, a, b, dtype)
     if same is not None:
         return same
-    if dtype.kind == "bool" and op in _ARITH_OPS + ("<<", ">>"):
-        raise KernelError(f"'{op}' on bool values: convert them first, e.g. T.cast(flag, T.int32)")
+    if dtype.kind == "bool":
+        if op not in _BOOL_LOGICAL:
+            raise _bool_operator_error(op)
+        op = _BOOL_LOGICAL[op]
     lhs, rhs = (convert(as_scalar(x, dtype), dtype) for x in (a, b))
     if op in _BIT_OPS:
         result = _bitwise(op, lhs.value, rhs.value, dtype)
@@ -302,7 +319,10 @@ def compare(op: str, a, b) -> Scalar:
 def negate(a: Scalar) -> Scalar:
     dtype = compute_dtype(a.dtype)
     if dtype.kind == "bool":
-        raise KernelError("unary '-' on a bool value: use `not` for logical negation")
+        raise KernelError(
+            "unary '-' is not defined on a bool operand: write `not x` (or ~x) for logical negation, "
+            "or -T.cast(x, T.int32)"
+        )
     a = convert(a, dtype)
     known = _float_constant(a)
     if known is not None:
@@ -323,9 +343,11 @@ def _float_constant(a: Scalar) -> float | None:
 
 
 def invert(a: Scalar) -> Scalar:
-    """Bitwise `~` on integers."""
+    """Bitwise `~` on integers; on a bool it is `not` (as in numpy)."""
+    if a.dtype.kind == "bool":
+        return logical_not(a)
     if not is_integer(a.dtype):
-        raise KernelError(f"'~' needs an integer operand, got {a.dtype}; use `not` for bools")
+        raise KernelError(f"'~' needs an integer or bool operand, got {a.dtype}")
     all_ones = int_range(a.dtype)[1] if a.dtype.kind == "uint" else -1
     return Scalar(arith.XOrIOp(a.value, constant(all_ones, a.dtype).value).result, a.dtype)
 
@@ -379,11 +401,11 @@ _UNARY_FLOAT = {
 UNARY_FUNCTIONS = (*_UNARY_FLOAT, "sigmoid", "abs")
 
 
-def float_operand(a) -> Scalar:
-    """A float Scalar to apply a float function to: ints become float32, fp8 float32."""
+def float_operand(a, what: str) -> Scalar:
+    """A float Scalar to apply the float function `what` to: ints become float32, fp8 float32."""
     a = as_scalar(a)
     if a.dtype.kind == "bool":
-        raise KernelError("a math function on a bool value: convert it first, e.g. T.cast(flag, T.float32)")
+        raise KernelError(f"{what} is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)")
     dtype = compute_dtype(a.dtype) if a.dtype.is_float else T.float32
     return convert(a, dtype)
 
@@ -391,9 +413,9 @@ def float_operand(a) -> Scalar:
 def unary_function(name: str, a) -> Scalar:
     if name == "abs":
         return absolute(a)
-    if name in ("floor", "ceil") and isinstance(a, Scalar) and is_integer(a.dtype):
+    if name in ("floor", "ceil") and isinstance(a, Scalar) and (is_integer(a.dtype) or a.dtype.kind == "bool"):
         return a
-    x = float_operand(a)
+    x = float_operand(a, f"T.{name}")
     if name == "sigmoid":
         one = constant(1.0, x.dtype)
         e = mmath.ExpOp(arith.NegFOp(x.value).result).result
@@ -415,10 +437,10 @@ def absolute(a) -> Scalar:
 def extremum(name: str, values: list) -> Scalar:
     """T.max / T.min over two or more operands: maximumf/minimumf (NaN-propagating) for floats."""
     dtype = common_dtype(*values)
-    if dtype.kind == "bool":
-        raise KernelError(f"T.{name} on bool values: convert them first")
     scalars = [convert(as_scalar(v, dtype), dtype) for v in values]
-    if dtype.is_float:
+    if dtype.kind == "bool":  # numpy's maximum / minimum of bools: or / and
+        method = arith.OrIOp if name == "max" else arith.AndIOp
+    elif dtype.is_float:
         method = arith.MaximumFOp if name == "max" else arith.MinimumFOp
     elif is_signed(dtype):
         method = arith.MaxSIOp if name == "max" else arith.MinSIOp
@@ -435,15 +457,15 @@ def extremum(name: str, values: list) -> Scalar:
 def fma(a, b, c) -> Scalar:
     dtype = common_dtype(a, b, c)
     if not dtype.is_float:
-        raise KernelError(f"T.fma needs float operands, got {dtype}")
+        raise KernelError(f"T.fma needs float operands, got {dtype}: convert them first, e.g. T.cast(x, T.float32)")
     x, y, z = (convert(as_scalar(v, dtype), dtype) for v in (a, b, c))
     return Scalar(mmath.FmaOp(x.value, y.value, z.value).result, dtype)
 
 
 def power(a, b) -> Scalar:
-    """a ** b: math.powf on floats (ints become float32), math.ipowi on integers."""
+    """a ** b: math.powf on floats (ints become float32), math.ipowi on integers; refused on two bools."""
     dtype = common_dtype(a, b)
-    if is_integer(dtype) and dtype != INDEX:
+    if dtype.kind == "bool" or (is_integer(dtype) and dtype != INDEX):
         return binary("**", a, b)
     if dtype == INDEX:
         dtype = T.float32
@@ -455,7 +477,7 @@ def ceildiv(a, b) -> Scalar:
     """ceil(a / b) on integers (arith.ceildivui on index values, dims being non-negative)."""
     dtype = common_dtype(a, b)
     if not is_integer(dtype):
-        raise KernelError(f"T.ceildiv needs integer operands, got {dtype}")
+        raise KernelError(f"T.ceildiv needs integer operands, got {dtype}: convert them first, e.g. T.cast(x, T.int32)")
     x, y = (convert(as_scalar(v, dtype), dtype) for v in (a, b))
     op = arith.CeilDivUIOp if dtype.kind in ("index", "uint") else arith.CeilDivSIOp
     ea, eb = _expr(a), _expr(b)

@@ -1,0 +1,241 @@
+"""Operators on bool values in kernel code: numpy's result where numpy and Python agree, else a located error.
+
+docs/language.md ("Numeric rules", bool operands): `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
+abs / floor / ceil and comparisons (False < True) give numpy's bool; a bool with an integer or float is
+that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-` and the float functions on two bools are
+refused at the operator's file:line:col. The kernels run on the CPU backend at tile level and at thread
+level against numpy on the same random inputs (outputs poisoned with the opposite or an impossible value),
+and their CUDA source compiles with NVRTC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilemlir
+from frontend_util import frontend_error, load_module, message
+
+LEVELS = ("tile", "thread")
+
+# (kernel expression over bool a, b, flag, int32 x, float32 y; numpy over the same arrays)
+BOOL_RESULTS = [
+    ("a & b", lambda a, b, f, x, y: a & b),
+    ("a | b", lambda a, b, f, x, y: a | b),
+    ("a ^ flag", lambda a, b, f, x, y: a ^ f),
+    ("a * b", lambda a, b, f, x, y: a * b),
+    ("b * True", lambda a, b, f, x, y: b * np.True_),
+    ("~a", lambda a, b, f, x, y: ~a),
+    ("~(x > 0) | b", lambda a, b, f, x, y: ~(x > 0) | b),
+    ("T.max(a, b)", lambda a, b, f, x, y: np.maximum(a, b)),
+    ("min(a, b, flag)", lambda a, b, f, x, y: np.minimum(np.minimum(a, b), f)),
+    ("T.max(a, False)", lambda a, b, f, x, y: np.maximum(a, np.False_)),
+    ("abs(a)", lambda a, b, f, x, y: np.abs(a)),
+    ("T.floor(b)", lambda a, b, f, x, y: np.floor(b)),
+    ("T.ceil(a)", lambda a, b, f, x, y: np.ceil(a)),
+    ("a < b", lambda a, b, f, x, y: a < b),
+    ("a >= b", lambda a, b, f, x, y: a >= b),
+    ("b == flag", lambda a, b, f, x, y: b == f),
+    ("a != True", lambda a, b, f, x, y: a != np.True_),
+    ("(a < 1) == (b > 0.5)", lambda a, b, f, x, y: (a < 1) == (b > 0.5)),
+]
+INT_RESULTS = [
+    ("a + 1", lambda a, b, f, x, y: a + 1),
+    ("a - x", lambda a, b, f, x, y: a - x),
+    ("x * b", lambda a, b, f, x, y: x * b),
+    ("x // (a + 1)", lambda a, b, f, x, y: x // (a + 1)),
+    ("x % (b + 2)", lambda a, b, f, x, y: x % (b + 2)),
+    ("(b + 2) ** 3", lambda a, b, f, x, y: (b + 2) ** 3),
+    ("3 << a", lambda a, b, f, x, y: 3 << a.astype(np.int32)),
+    ("T.max(a, x)", lambda a, b, f, x, y: np.maximum(a, x)),
+    ("x & flag", lambda a, b, f, x, y: x & f),
+    ("T.abs(x - a)", lambda a, b, f, x, y: np.abs(x - a)),
+]
+FLOAT_RESULTS = [
+    ("a * y", lambda a, b, f, x, y: a * y),
+    ("b - 1.5", lambda a, b, f, x, y: b - np.float32(1.5)),
+    ("y / (a + 1.0)", lambda a, b, f, x, y: y / (a + np.float32(1.0))),
+    ("(a + 0.25) ** 2.0", lambda a, b, f, x, y: (a + np.float32(0.25)) ** 2),
+    ("T.min(y, b)", lambda a, b, f, x, y: np.minimum(y, b)),
+]
+
+
+def element_kernel(tmp_path, block=128):
+    """One kernel computing every row above: `a` from a bool fragment, `b` and `flag` from global memory."""
+    def rows(table, out):
+        return "\n".join(f"                    {out}[{k}, n] = {expr}" for k, (expr, _) in enumerate(table))
+
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit
+        def bool_ops(A: T.Tensor((N,), T.bool), B: T.Tensor((N,), T.bool), X: T.Tensor((N,), T.int32),
+                     Y: T.Tensor((N,), T.float32), flag: T.bool, OB: T.Tensor(({len(BOOL_RESULTS)}, N), T.bool),
+                     OI: T.Tensor(({len(INT_RESULTS)}, N), T.int32), OF: T.Tensor(({len(FLOAT_RESULTS)}, N), T.float32)):
+            with T.Kernel(T.ceildiv(N, {block}), threads={block}) as bx:
+                fa = T.alloc_fragment(({block},), T.bool)
+                T.copy(A[bx * {block}], fa)
+                for i in T.Parallel({block}):
+                    n = bx * {block} + i
+                    a = fa[i]
+                    b = B[n]
+                    x = X[n]
+                    y = Y[n]
+{rows(BOOL_RESULTS, "OB")}
+{rows(INT_RESULTS, "OI")}
+{rows(FLOAT_RESULTS, "OF")}
+    """)
+    return module.bool_ops
+
+
+def bool_inputs(rng, n):
+    """a and b with every pair of values at the front, x non-zero with both signs, y in [-2, 2)."""
+    a = rng.random(n) < 0.5
+    b = rng.random(n) < 0.5
+    a[:4], b[:4] = [False, False, True, True], [False, True, False, True]
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    x[x == 0] = 7
+    y = (rng.random(n) * 4 - 2).astype(np.float32)
+    return a, b, x, y
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_element_code_on_bools_matches_numpy(tmp_path, level):
+    rng = np.random.default_rng()
+    n = 300
+    a, b, x, y = bool_inputs(rng, n)
+    kernel = tilemlir.compile(element_kernel(tmp_path), target="cpu", level=level)
+    for flag in (False, True):
+        want_b = np.stack([ref(a, b, np.bool_(flag), x, y) for _, ref in BOOL_RESULTS])
+        want_i = np.stack([ref(a, b, np.bool_(flag), x, y) for _, ref in INT_RESULTS])
+        want_f = np.stack([ref(a, b, np.bool_(flag), x, y) for _, ref in FLOAT_RESULTS]).astype(np.float64)
+        assert want_b.dtype == np.bool_  # numpy's own result type for every bool row
+        ob, oi, of = ~want_b, np.full(want_i.shape, -7, np.int32), np.full(want_f.shape, np.nan, np.float32)
+        kernel(a, b, x, y, flag, ob, oi, of)
+        for k, (expr, _) in enumerate(BOOL_RESULTS):
+            assert np.array_equal(ob[k], want_b[k]), (expr, flag, np.flatnonzero(ob[k] != want_b[k])[:8])
+        for k, (expr, _) in enumerate(INT_RESULTS):
+            assert np.array_equal(oi[k], want_i[k]), (expr, flag, oi[k][:8], want_i[k][:8])
+        for k, (expr, _) in enumerate(FLOAT_RESULTS):
+            error = np.linalg.norm(of[k] - want_f[k]) / np.linalg.norm(want_f[k])
+            assert error < 1e-6, (expr, flag, error)
+
+
+def scalar_kernel(tmp_path):
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def bool_scalars(p: T.bool, q: T.bool, count: T.int32, O: T.Tensor((8,), T.int32)):
+            with T.Kernel(1, threads=32) as bx:
+                both = p * q
+                toggled = p
+                kept = p
+                for j in range(count):
+                    toggled = toggled ^ q
+                    kept *= ~q
+                O[0] = T.cast(both, T.int32)
+                O[1] = T.cast(~p, T.int32)
+                O[2] = T.cast(T.max(p, q), T.int32)
+                O[3] = T.cast(T.min(p, q), T.int32)
+                O[4] = T.cast(p < q, T.int32)
+                O[5] = T.cast(toggled, T.int32)
+                O[6] = T.cast(kept, T.int32)
+                O[7] = p + q * 2 + count
+    """)
+    return module.bool_scalars
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_bool_kernel_parameters_and_loop_carried_locals(tmp_path, level):
+    kernel = tilemlir.compile(scalar_kernel(tmp_path), target="cpu", level=level)
+    for p in (False, True):
+        for q in (False, True):
+            for count in (0, 3, 4):
+                P, Q = np.bool_(p), np.bool_(q)
+                toggled, kept = P, P
+                for _ in range(count):
+                    toggled, kept = toggled ^ Q, kept * ~Q
+                want = [P * Q, ~P, np.maximum(P, Q), np.minimum(P, Q), P < Q, toggled, kept, p + 2 * q + count]
+                out = np.full(8, -7, np.int32)
+                kernel(p, q, count, out)
+                assert out.tolist() == [int(w) for w in want], (p, q, count, out)
+
+
+# -- refused operators: a located error naming the operator and the bool type ---------------------------------
+
+REFUSED = [
+    ("@@a + b", "'+' is not defined on bool operands: write a | b for 'either', "
+                "or T.cast(a, T.int32) + T.cast(b, T.int32) to count"),
+    ("@@a + True", "'+' is not defined on bool operands: write a | b for 'either', "
+                   "or T.cast(a, T.int32) + T.cast(b, T.int32) to count"),
+    ("@@a - b", "'-' is not defined on bool operands: write a ^ b for 'differ', "
+                "or T.cast(a, T.int32) - T.cast(b, T.int32)"),
+    ("@@a / b", "'/' is not defined on bool operands: convert them first, e.g. T.cast(a, T.float32) / T.cast(b, T.float32)"),
+    ("@@a // b", "'//' is not defined on bool operands: convert them first, e.g. T.cast(a, T.int32) // T.cast(b, T.int32)"),
+    ("@@a % False", "'%' is not defined on bool operands: convert them first, e.g. T.cast(a, T.int32) % T.cast(b, T.int32)"),
+    ("@@(X[bx, 0] > 0) ** (X[bx, 1] > 0)", "'**' (T.pow) is not defined on bool operands: convert them first, "
+                                           "e.g. T.cast(a, T.int32) ** T.cast(b, T.int32)"),
+    ("@@True ** a", "'**' (T.pow) is not defined on bool operands: convert them first, "
+                    "e.g. T.cast(a, T.int32) ** T.cast(b, T.int32)"),
+    ("@@T.pow(a, b)", "'**' (T.pow) is not defined on bool operands: convert them first, "
+                      "e.g. T.cast(a, T.int32) ** T.cast(b, T.int32)"),
+    ("@@pow(a, b)", "'**' (T.pow) is not defined on bool operands: convert them first, "
+                    "e.g. T.cast(a, T.int32) ** T.cast(b, T.int32)"),
+    ("@@a << b", "'<<' is not defined on bool operands: convert them first, e.g. T.cast(a, T.int32) << T.cast(b, T.int32)"),
+    ("@@a >> True", "'>>' is not defined on bool operands: convert them first, e.g. T.cast(a, T.int32) >> T.cast(b, T.int32)"),
+    ("@@-a", "unary '-' is not defined on a bool operand: write `not x` (or ~x) for logical negation, "
+             "or -T.cast(x, T.int32)"),
+    ("@@T.exp(a)", "T.exp is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)"),
+    ("@@T.sqrt(b)", "T.sqrt is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)"),
+    ("@@T.sigmoid(a)", "T.sigmoid is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)"),
+    ("@@T.fma(a, b, a)", "T.fma needs float operands, got bool: convert them first, e.g. T.cast(x, T.float32)"),
+    ("@@T.ceildiv(a, b)", "T.ceildiv needs integer operands, got bool: convert them first, e.g. T.cast(x, T.int32)"),
+]
+
+
+@pytest.mark.parametrize("where", ["parallel", "scalar"])
+@pytest.mark.parametrize("expression, expected", REFUSED, ids=[e for e, _ in REFUSED])
+def test_refused_operators_are_located_errors(tmp_path, where, expression, expected):
+    """In T.Parallel on a fragment and a global element, and on scalar kernel parameters."""
+    if where == "parallel":
+        source = f"""
+            @tilemlir.jit
+            def k(X: T.Tensor((M, 128), T.float32), B: T.Tensor((M, 128), T.bool), O: T.Tensor((M, 128), T.float32)):
+                with T.Kernel(M, threads=128) as bx:
+                    f = T.alloc_fragment((128,), T.bool)
+                    T.copy(B[bx, 0], f)
+                    for i in T.Parallel(128):
+                        a = f[i]
+                        b = B[bx, i]
+                        O[bx, i] = T.cast({expression}, T.float32)
+        """
+    else:
+        source = f"""
+            @tilemlir.jit
+            def k(X: T.Tensor((M, 128), T.float32), a: T.bool, b: T.bool, O: T.Tensor((M,), T.float32)):
+                with T.Kernel(M, threads=128) as bx:
+                    O[bx] = T.cast({expression}, T.float32)
+        """
+    assert message(frontend_error(tmp_path, source)) == expected
+
+
+def test_augmented_assignment_on_a_bool_local_is_a_located_error(tmp_path):
+    err = frontend_error(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.float32), O: T.Tensor((M,), T.int32)):
+            with T.Kernel(M, threads=128) as bx:
+                seen = X[bx, 0] > 0
+                for j in range(1, 128):
+                    @@seen += X[bx, j] > 0
+                O[bx] = T.cast(seen, T.int32)
+    """)
+    assert message(err).startswith("'+' is not defined on bool operands: write a | b for 'either'")
+
+
+# -- CUDA: the accepted operators compile ------------------------------------------------------------------------
+
+
+def test_cuda_source_of_the_bool_kernels_compiles(tmp_path):
+    from test_unsigned import emitted_cuda, nvrtc_compiles
+
+    for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path)):
+        emitted = emitted_cuda(kernel)
+        assert "bool" in [p.dtype for p in emitted.signature.params]
+        nvrtc_compiles(emitted)
