@@ -2,8 +2,8 @@
 
 docs/language.md ("Numeric rules", bool operands): `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
 abs / floor / ceil and comparisons (False < True) give numpy's bool; a bool with an integer or float is
-that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-` and the float functions on two bools are
-refused at the operator's file:line:col. The kernels run on the CPU backend at tile level and at thread
+that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-`, the float functions and the tile ops that
+add or compare values (T.reduce_*, T.atomic_add, T.gemm) are refused on bools at the file:line:col. The kernels run on the CPU backend at tile level and at thread
 level against numpy on the same random inputs (outputs poisoned with the opposite or an impossible value),
 and their CUDA source compiles with NVRTC.
 """
@@ -227,6 +227,37 @@ def test_augmented_assignment_on_a_bool_local_is_a_located_error(tmp_path):
                 O[bx] = T.cast(seen, T.int32)
     """)
     assert message(err).startswith("'+' is not defined on bool operands: write a | b for 'either'")
+
+
+TILE_OPS_REFUSED = [
+    ("T.reduce_max(@@f, s, dim=1)", "T.reduce_max is not defined on bool values ('f' is bool): convert them first, "
+                                    "e.g. t[i, j] = T.cast(f[i, j], T.int32) in T.Parallel into an int32 fragment t, "
+                                    "and reduce t"),
+    ("T.reduce_sum(@@f, s)", "T.reduce_sum is not defined on bool values ('f' is bool): convert them first, "
+                             "e.g. t[i, j] = T.cast(f[i, j], T.int32) in T.Parallel into an int32 fragment t, "
+                             "and reduce t"),
+    ("T.atomic_add(@@B[bx, 0], f)", "T.atomic_add is not defined on bool tensors ('B' is bool): add into an int32 "
+                                    "tensor, converting with T.cast(x, T.int32)"),
+    ("T.gemm(@@f, g, c)", "T.gemm is not defined on bool tiles ('f' is bool): convert them first, e.g. into float16 "
+                          "tiles with T.cast in T.Parallel"),
+]
+
+
+@pytest.mark.parametrize("statement, expected", TILE_OPS_REFUSED, ids=[s.split("(")[0] for s, _ in TILE_OPS_REFUSED])
+def test_tile_ops_on_bools_are_located_errors(tmp_path, statement, expected):
+    """Reductions of bool fragments used to give wrong values (max/min as signed i1, sum wrapping)."""
+    err = frontend_error(tmp_path, f"""
+        @tilemlir.jit
+        def k(B: T.Tensor((M, 128), T.bool), O: T.Tensor((M, 4), T.bool)):
+            with T.Kernel(M, threads=128) as bx:
+                f = T.alloc_fragment((4, 128), T.bool)
+                g = T.alloc_fragment((128, 4), T.bool)
+                c = T.alloc_fragment((4, 4), T.bool)
+                s = T.alloc_fragment((4,), T.bool)
+                T.copy(B[bx, 0], f)
+                {statement}
+    """)
+    assert message(err) == expected
 
 
 # -- CUDA: the accepted operators compile ------------------------------------------------------------------------

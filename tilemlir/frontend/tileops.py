@@ -295,6 +295,13 @@ class TileOpsMixin:
         if not -src.rank <= dim < src.rank:
             raise KernelError(f"{what}: dim {dim} is out of range for the rank-{src.rank} '{src.name}'", args.node_of("dim"))
         dim %= src.rank
+        if src.dtype.kind == "bool":
+            at = ", ".join("ijklmn"[: src.rank])
+            raise KernelError(
+                f"{what} is not defined on bool values ('{src.name}' is bool): convert them first, e.g. "
+                f"t[{at}] = T.cast({src.name}[{at}], T.int32) in T.Parallel into an int32 fragment t, and reduce t",
+                args.node_of("src"),
+            )
         expected = tuple(s for i, s in enumerate(src.shape) if i != dim) or (1,)
         if tuple(dst.shape) != expected:
             raise KernelError(
@@ -352,6 +359,10 @@ class TileOpsMixin:
             )
         if a.dtype != b.dtype:
             raise KernelError(f"dtype mismatch in T.gemm: A '{a.name}' is {a.dtype} but B '{b.name}' is {b.dtype}", node)
+        for label, buffer in (("A", a), ("B", b), ("C", c)):
+            if buffer.dtype.kind == "bool":
+                raise KernelError(f"T.gemm is not defined on bool tiles ('{buffer.name}' is bool): convert them first, "
+                                  "e.g. into float16 tiles with T.cast in T.Parallel", args.node_of(label))
         tile.gemm(a.value, b.value, c.value, trans_a, trans_b)
 
     def intrinsic_atomic_add(self, node: ast.Call) -> None:
@@ -361,6 +372,12 @@ class TileOpsMixin:
         if not dst.buffer.is_global:
             raise KernelError(
                 f"T.atomic_add adds into global tensors; '{dst.buffer.name}' is a {dst.buffer.space} buffer",
+                args.nodes["dst"],
+            )
+        if dst.buffer.dtype.kind == "bool":
+            raise KernelError(
+                f"T.atomic_add is not defined on bool tensors ('{dst.buffer.name}' is bool): add into an int32 "
+                "tensor, converting with T.cast(x, T.int32)",
                 args.nodes["dst"],
             )
         value = self.materialize(self.arg(args, "value"))
