@@ -1,11 +1,12 @@
-"""Operators on bool values in kernel code: numpy's result where numpy and Python agree, else a located error.
+"""Operators on bool values in kernel code: numpy's bool result, else a located error.
 
-docs/language.md ("Numeric rules", bool operands): `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
+docs/language.md ("Numeric rules", bools): `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
 abs / floor / ceil and comparisons (False < True) give numpy's bool; a bool with an integer or float is
-that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-`, the float functions and the tile ops that
-add or compare values (T.reduce_*, T.atomic_add, T.gemm) are refused on bools at the file:line:col. The kernels run on the CPU backend at tile level and at thread
-level against numpy on the same random inputs (outputs poisoned with the opposite or an impossible value),
-and their CUDA source compiles with NVRTC.
+that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-`, the float functions and the tile ops
+that add or compare values (T.reduce_*, T.atomic_add, T.gemm) are refused on bools at the file:line:col.
+The kernels run on the CPU backend at tile level and at thread level against numpy on the same random
+inputs (outputs poisoned with the opposite or an impossible value), and their CUDA source compiles with
+NVRTC.
 """
 
 from __future__ import annotations
