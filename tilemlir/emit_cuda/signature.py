@@ -35,7 +35,7 @@ def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: 
                     written: Collection[ir.Value]) -> KernelSignature:
     """The signature of `kernel`, whose CUDA function is called `name`; `written` holds the
     tensor arguments the kernel stores into (the others are `const` parameters)."""
-    grid = GridTranslator(kernel)
+    grid = GridTranslator(kernel, index_bits)
     aligns = _vector_alignments(kernel)
     params = []
     recorded = kernel.arg_dtypes or (None,) * len(kernel.args)

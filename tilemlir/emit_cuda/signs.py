@@ -15,8 +15,6 @@ sign: `divui %x, -56 : i8` divides by 200.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from tilemlir.emit_cuda import irutil
 from tilemlir.mlir import ir
 
@@ -37,10 +35,10 @@ _ALWAYS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_d
 
 
 class Signs:
-    """`nonneg_roots`: values taken as non-negative besides the launch's ids and sizes."""
+    """Signs of the values in and before `launch`, whose ids and sizes are non-negative."""
 
-    def __init__(self, launch: ir.Operation, nonneg_roots: Sequence[ir.Value] = ()):
-        self._launch_args = list(irutil.single_block(launch).arguments) + list(nonneg_roots)
+    def __init__(self, launch: ir.Operation):
+        self._launch_args = list(irutil.single_block(launch).arguments)
         self._memo: dict[ir.Value, bool] = {}
 
     def nonneg(self, value: ir.Value) -> bool:
