@@ -137,6 +137,19 @@ def test_alignment_of_the_data_pointer():
     bind(args)
 
 
+def test_a_null_data_pointer_is_refused_unless_the_array_is_empty():
+    """A tensor without storage (torch's wrapper subclasses report data_ptr() 0) would make the
+    kernel read address 0: a GPU fault. An empty array may have a null pointer: nothing is read."""
+    args = good_args(M=8, N=256)
+    args[0] = FakeCudaArray((8, 256), ptr=0)
+    assert launch_error(args) == ("argument 'A': its data pointer is null, with 2048 elements: a tensor without "
+                                  "storage (a wrapper subclass or a fake tensor?) has nothing the kernel can read "
+                                  "or write")
+    args = good_args(M=0, N=256)
+    args[0] = FakeCudaArray((0, 256), ptr=0)
+    bind(args)
+
+
 def test_element_count_limit_for_32_bit_indexing():
     args = [FakeCudaArray((2**16, 2**15)), FakeCudaArray((2**15,)), 0.5, 3]
     assert launch_error(args, sig=matmul_like(index_bits=32)) == (

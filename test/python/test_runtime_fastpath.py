@@ -283,6 +283,7 @@ def bad_scale_calls(torch):
         (variant(0, FakeTensor((8, 256), bf16, address=0x7F0000000008)), "argument 'A': data pointer "
                                                                           "0x7f0000000008 is not aligned to 16"),
         (variant(1, FakeTensor((256,), f32, address=0x7F0000000002)), "argument 'B': data pointer"),
+        (variant(0, FakeTensor((8, 256), bf16, address=0)), "argument 'A': its data pointer is null, with 2048"),
         (variant(1, FakeTensor((256,), f32, device=1)), "argument 'B': expected an array on cuda:0 (the current "
                                                         "device), got one on cuda:1"),
         (variant(0, FakeTensor((8, 256), bf16, device=-1)), "argument 'A': got a torch tensor on"),

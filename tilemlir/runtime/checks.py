@@ -139,6 +139,10 @@ class ArgumentBinder:
                         f"was bound by argument {other!r} dim {other_axis} (shapes must agree)")
             if desc.strides is not None:
                 _check_strides(name, shape, desc.strides)
+            if not desc.address and _numel(shape):
+                raise LaunchError(f"argument {name!r}: its data pointer is null, with {_numel(shape)} elements: "
+                                  "a tensor without storage (a wrapper subclass or a fake tensor?) has nothing "
+                                  "the kernel can read or write")
             if desc.address % align:
                 _check_alignment(name, desc, shape, align)
             if self._index_limit is not None:

@@ -289,6 +289,7 @@ def _tensor_checks(p: TensorParam, bound: set[str], limited: set[str], limit: in
             conditions.append(f"d_{p.name}_{axis} != {f's_{d}' if isinstance(d, str) else d}")
     lines += [f"{_unpack(dims) if dims else '()'} = {t}.shape  # ValueError when the rank differs",
               f"p_{p.name} = {t}.data_ptr()"]
+    conditions.append(f"not p_{p.name}")  # no storage (or an empty tensor): the general path decides
     if p.align > 1:
         conditions.append(f"p_{p.name} & {p.align - 1}")
     conditions += _element_limit(p, limited, limit)

@@ -571,7 +571,8 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
       if (__builtin_mul_overflow(numel, extent, &numel)) return slow(self);
     }
     uint64_t address = (uint64_t)(uintptr_t)t.data + t.byte_offset;
-    if ((spec->align > 1 && address % (uint64_t)spec->align) || (self->limit32 && numel >= INT32_LIMIT))
+    /* A null address: no storage (a tensor subclass, or an empty tensor); the general path decides. */
+    if (!address || (spec->align > 1 && address % (uint64_t)spec->align) || (self->limit32 && numel >= INT32_LIMIT))
       return slow(self);
     data[index] = address;
     bytes[index] = numel * spec->itemsize;
