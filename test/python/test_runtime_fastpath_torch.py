@@ -64,6 +64,26 @@ def test_real_tensors_that_fail_a_check_go_to_the_general_path(fast):
     assert fake_driver.launches == []
 
 
+class NoStorage(torch.Tensor):
+    """A wrapper subclass: shape, dtype and device, but no storage (data_ptr() is 0)."""
+
+    @staticmethod
+    def __new__(cls, like):
+        return torch.Tensor._make_wrapper_subclass(cls, like.shape, dtype=like.dtype, device=like.device)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"NoStorage has no data for {func}")
+
+
+def test_a_tensor_without_storage_goes_to_the_general_path(fast):
+    call, fake_driver = fast
+    x = NoStorage(torch.randn(8, 64).to(torch.bfloat16))
+    assert x.data_ptr() == 0
+    assert call.call((x, 0.5), None) is SLOW
+    assert fake_driver.launches == []
+
+
 def test_empty_takes_dims_as_separate_arguments():
     assert torch.empty(3, 4, dtype=torch.float16, device=torch.device("cpu")).shape == (3, 4)
     assert torch.empty((), dtype=torch.float16, device=torch.device("cpu")).shape == ()
@@ -120,4 +140,8 @@ def test_gpu_fast_path_results_streams_and_errors(launcher, monkeypatch, tmp_pat
         kernel(a, b[:5], 0.5)
     with pytest.raises(LaunchError, match="argument 'A': got a torch tensor on cpu"):
         kernel(a.cpu(), b, 0.5)
+    with pytest.raises(LaunchError, match="argument 'A': got a torch tensor on meta"):
+        kernel(torch.empty_like(a, device="meta"), b, 0.5)
+    with pytest.raises(LaunchError, match="argument 'A': its data pointer is null, with 100003 elements"):
+        kernel(NoStorage(a), b, 0.5)
     torch.cuda.synchronize()
