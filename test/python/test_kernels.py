@@ -232,3 +232,11 @@ def test_narrow_row_layout_splits_a_row_evenly_over_a_warp():
     assert row_config(512, "bfloat16").row_layout is None  # 16-byte chunks split evenly: inferred layout
     assert row_config(1000, "bfloat16").row_layout is None  # no chunk splits 1000 over 32 lanes
     assert row_config(4096, "bfloat16").row_layout is None  # a row per block
+
+
+def test_residual_layernorm_alone_is_built_with_fast_math():
+    """Measured per kernel (norm.py): fast math helps residual LayerNorm, slows plain LayerNorm."""
+    fast = norm.add_layernorm(N=576)
+    assert fast.artifact.options.fast_math and "rsqrtf(" in fast.cuda_source()
+    plain = norm.layernorm(N=576)
+    assert not plain.artifact.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
