@@ -240,3 +240,18 @@ def test_residual_layernorm_alone_is_built_with_fast_math():
     assert fast.artifact.options.fast_math and "rsqrtf(" in fast.cuda_source()
     plain = norm.layernorm(N=576)
     assert not plain.artifact.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
+
+
+def test_row_config_spreads_rows_by_width():
+    from tilemlir.kernels.config import row_config, streamed_chunk
+
+    assert row_config(4096, "bfloat16") == row_config(4096, "bfloat16", 2)  # 256 threads x 2 chunks
+    assert (row_config(4096, "bfloat16").threads, row_config(4096, "bfloat16").block_M) == (256, 1)
+    assert (row_config(2000, "bfloat16").threads, row_config(2000, "bfloat16").block_M) == (128, 4)  # narrow
+    # 625 chunks split over no whole number of warps: one row a block, 320 threads x 2, 15 masked
+    assert (row_config(5000, "bfloat16").threads, row_config(5000, "bfloat16").block_M) == (320, 1)
+    assert row_config(20000, "bfloat16", 4).threads == 640
+    assert row_config(20000, "bfloat16", 2) is None  # 2500 chunks > 1024 threads x 2: streamed
+    assert row_config(16384, "bfloat16", 2).threads == 1024  # the widest row held in registers
+    assert row_config(16385, "bfloat16", 2) is None
+    assert streamed_chunk("bfloat16", 2) == 16384 and streamed_chunk("float32", 4) == 16384

@@ -30,6 +30,9 @@ MIN_THREADS, MAX_THREADS = 128, 1024
 # RMSNorm / LayerNorm / residual LayerNorm / SwiGLU; 12 or 16 spill (benchmarks/sweep_rows.py).
 NARROW_ROWS_MIN_BLOCKS = 8
 LANES = 32
+# A row of at most LANES x NARROW_MAX_CHUNKS 16-byte chunks that does not split evenly over whole
+# warps is narrow: one warp per row (bf16 rows up to 2048 elements, fp32 up to 1024).
+NARROW_MAX_CHUNKS = 8
 # RowConfig.row_layout reads a narrow row in the widest of these chunks that splits it evenly over a
 # warp's lanes. At 8001 x 576 bf16, 16-byte chunks (72 a row) leave the third load to 8 lanes; 4-byte
 # chunks give every lane 9 loads, which keeps more requests in flight in these latency-bound kernels
@@ -74,16 +77,34 @@ class RowConfig:
         return None if wanted is None else max(1, min(wanted, MAX_THREADS_PER_SM // self.threads))
 
 
-def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> RowConfig:
-    """The fewest threads (whole warps, 128..1024) such that each owns the same number
-    (<= max_chunks) of 16-byte chunks of a row."""
-    chunks, rest = divmod(N * ELEMENT_BYTES[dtype], CHUNK_BYTES)
-    if rest == 0:
-        for threads in range(MIN_THREADS, MAX_THREADS + 1, 32):
+def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> RowConfig | None:
+    """How a row of N elements spreads over a block, or None when it does not fit in registers
+    (more than MAX_THREADS x max_chunks 16-byte chunks): the kernel then streams it in chunks of
+    `streamed_chunk` elements.
+
+    - Even rows: the fewest threads (whole warps, 128..1024) that each own the same number
+      (<= max_chunks) of 16-byte chunks.
+    - Narrow rows (at most LANES x NARROW_MAX_CHUNKS chunks): one warp per row, several rows per
+      block.
+    - Other rows: one row per block, the fewest warps (at least MIN_THREADS threads) that hold it
+      with at most max_chunks chunks each; the last chunks are masked.
+    """
+    chunks = -(-N * ELEMENT_BYTES[dtype] // CHUNK_BYTES)
+    if N * ELEMENT_BYTES[dtype] % CHUNK_BYTES == 0:
+        for threads in range(MIN_THREADS, MAX_THREADS + 1, LANES):
             if chunks % threads == 0 and chunks // threads <= max_chunks:
                 return RowConfig(threads)
-    # Narrow or odd rows: one warp per row, several rows per block.
-    return RowConfig(threads=128, block_M=4, row_layout=warp_row_layout(N, dtype))
+    if chunks <= LANES * NARROW_MAX_CHUNKS:
+        return RowConfig(threads=128, block_M=4, row_layout=warp_row_layout(N, dtype))
+    warps = -(-chunks // (max_chunks * LANES))
+    threads = max(MIN_THREADS, warps * LANES)
+    return RowConfig(threads) if threads <= MAX_THREADS else None
+
+
+def streamed_chunk(dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> int:
+    """Elements of a long row one pass of a streaming kernel holds: MAX_THREADS threads x
+    max_chunks 16-byte chunks, the most `row_config` keeps in registers."""
+    return MAX_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
 
 
 def warp_row_layout(N: int, dtype: str) -> T.Layout | None:
