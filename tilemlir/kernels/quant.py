@@ -17,16 +17,29 @@ IEEE division, which made these kernels instruction-bound). It holds while
 the residual x - q * S does not underflow, i.e. for all but rows whose
 values are within ~2^-100 of zero. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
 0 there instead of NaN.
+
+A row too wide for registers (`row_config` gives None) is read twice, one
+block per row in passes of `STREAM_THREADS` threads x max_chunks 16-byte
+chunks (16384 bf16 elements by default): the first pass folds
+each chunk's absmax into the row's (a ragged last chunk reads its missing
+columns as 0, absmax's identity), the second re-reads X and quantizes and
+stores each chunk. The max of the same values in any order is the same
+number, so S and Q are bitwise those of the one-pass kernel.
 """
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import row_config, tuned
+from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES, row_config, tuned
 
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
 GROUP = 128
 BLOCK_ROWS = 32
+# A streamed row's passes are 512 threads x max_chunks 16-byte chunks, half of config.streamed_chunk:
+# at 1024 threads (64 registers each) NVRTC spilled 48-88 bytes a thread where a row is two or three
+# passes (N = 65536, 66536), the quantizing pass's loop being unrolled; 512 threads stay at 34-105
+# registers and no spill for N from 40000 to 300000.
+STREAM_THREADS = 512
 
 
 # max_chunks=4 by default: 53.7 us against 57.3 us with 2 at 8192 x 8192 (benchmarks/sweep_rows.py on the H200);
@@ -36,6 +49,8 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
     M = T.symbolic("M")
     max_chunks, min_blocks = tuned("quant_row_fp8", N, dtype, max_chunks, min_blocks, 4)
     cfg = row_config(N, dtype, max_chunks)
+    if cfg is None:
+        return _quant_row_streamed(N, dtype, max_chunks, min_blocks)
     block_M = cfg.block_M
 
     @T.prim_func
@@ -59,6 +74,38 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
             T.copy(scale, S[bx * block_M])
 
     return quant_row_kernel
+
+
+def _quant_row_streamed(N, dtype, max_chunks, min_blocks):
+    """One row per block: an absmax pass over chunks of the row, then a quantizing pass."""
+    M = T.symbolic("M")
+    chunk = STREAM_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    cfg = row_config(chunk, dtype, max_chunks)
+    passes = T.ceildiv(N, chunk)
+
+    @T.prim_func
+    def quant_row_streamed_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
+                                  S: T.Tensor((M,), T.float32)):
+        with T.Kernel(M, threads=cfg.threads, min_blocks=min_blocks) as bx:
+            x = T.alloc_fragment((1, chunk), T.float32)
+            scale = T.alloc_fragment((1,), T.float32)
+            inv_scale = T.alloc_fragment((1,), T.float32)
+            T.clear(scale)
+            for k in T.serial(passes):
+                T.copy(X[bx, k * chunk], x)
+                T.reduce_absmax(x, scale, dim=1, clear=False)
+            for i in T.Parallel(1):
+                scale[i] = T.max(scale[i], MIN_AMAX) * (1.0 / FP8_MAX)
+                inv_scale[i] = 1.0 / scale[i]
+            for k in T.serial(passes):
+                T.copy(X[bx, k * chunk], x)
+                for i, j in T.Parallel(1, chunk):
+                    q = x[i, j] * inv_scale[i]
+                    x[i, j] = T.fma(T.fma(-q, scale[i], x[i, j]), inv_scale[i], q)
+                T.copy(x, Q[bx, k * chunk])
+            T.copy(scale, S[bx])
+
+    return quant_row_streamed_kernel
 
 
 @tilemlir.jit(out_idx=[1, 2])
