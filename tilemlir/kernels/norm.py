@@ -9,11 +9,22 @@
 weights are copied in just before the loop that uses them, so their
 registers are not live across the row reductions. The fused variants add the
 residual and then run the same normalization (`@T.macro`s below) as the plain ones.
+
+Rows too wide for registers (`row_config` gives None, e.g. bf16 N > 16384) stream: one block per
+row reads it in chunks of C columns (`_stream_shape`), twice. Pass 1 keeps a state per slot (a
+column of the chunk, held by one thread across chunks): RMSNorm a sum of squares; LayerNorm
+Welford's running mean and M2, merged across slots at the end with Chan et al.'s formula (as
+PyTorch's and Apex's LayerNorms do) -- stable for rows with a large mean, and no block reduction
+or barrier inside the loop. Pass 2 reads the row again (from L2 for reasonable row counts) and
+writes Y. The fused kernels write H in pass 1 and read it back in pass 2 through the same
+fragment: each thread reads only elements it wrote itself, which program order makes visible.
+Past the row's end a ragged last chunk reads 0 (the padding rule), harmless in sums of squares;
+LayerNorm's update masks those slots explicitly (x - mean is not 0 there).
 """
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, tuned
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_chunk, tuned
 
 
 @T.macro
@@ -60,6 +71,8 @@ def layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps):
 def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
+    if cfg is None:
+        return _streamed_rmsnorm(N, dtype, max_chunks, min_blocks)
     block_M = cfg.block_M
     resident = cfg.min_blocks(min_blocks)
 
@@ -83,6 +96,8 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=No
 def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
+    if cfg is None:
+        return _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks)
     block_M = cfg.block_M
     resident = cfg.min_blocks(min_blocks)
 
@@ -121,6 +136,8 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
     M = T.symbolic("M")
     max_chunks, min_blocks = tuned("layernorm", N, dtype, max_chunks, min_blocks, MAX_CHUNKS_PER_THREAD)
     cfg = row_config(N, dtype, max_chunks)
+    if cfg is None:
+        return _streamed_layernorm(N, dtype, max_chunks, min_blocks)
     block_M = cfg.block_M
     resident = cfg.min_blocks(min_blocks, LAYERNORM_MIN_BLOCKS)
 
@@ -154,6 +171,8 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
 def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     M = T.symbolic("M")
     cfg = row_config(N, dtype, max_chunks)
+    if cfg is None:
+        return _streamed_add_layernorm(N, dtype, max_chunks, min_blocks)
     block_M = cfg.block_M
     resident = cfg.min_blocks(min_blocks)
 
@@ -180,3 +199,211 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
             layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
 
     return add_layernorm_kernel
+
+
+# Streaming: rows that do not fit in registers (row_config gives None). One block per row walks
+# the row in chunks of C columns, twice (see the module docstring).
+
+
+# A streaming block holds the per-slot state (RMSNorm: the sums of squares; LayerNorm: the running
+# mean and M2) across the whole row, next to the chunk being read: too much for the 32 registers
+# of 2048 resident threads. So half of streamed_chunk's columns, on 512 threads (16 bytes of input
+# each x max_chunks), and these resident blocks per multiprocessor: the most at which ptxas
+# (sm_90a, N = 32768) spills nothing. Registers / spilled bytes at 512 threads x 2 chunks and
+# 2 / 3 / 4 blocks: RMSNorm 46/0, 39/0, 32/0; residual RMSNorm 64/0, 40/0, 32/4; LayerNorm 64/0,
+# 40/176, 32/278; residual LayerNorm 64/0, 40/164, 32/212. 1024-thread blocks hold one row per
+# multiprocessor, idle through each row's reductions; the LayerNorms spill there (64 registers).
+STREAM_MIN_BLOCKS = {"rmsnorm": 4, "add_rmsnorm": 3, "layernorm": 2, "add_layernorm": 2}
+
+
+def _stream_shape(N, dtype, max_chunks):
+    """(C, threads, chunks): the columns one pass holds, the block's threads, the passes' trip count."""
+    C = streamed_chunk(dtype, max_chunks) // 2
+    return C, row_config(C, dtype, max_chunks).threads, -(-N // C)
+
+
+@T.macro
+def accumulate_squares(x, acc):
+    """acc += x^2, slot by slot (a column past the row was read as 0)."""
+    block_M, C = x.shape
+    for i, j in T.Parallel(block_M, C):
+        acc[i, j] += x[i, j] * x[i, j]
+
+
+@T.macro
+def rms_scale(acc, ss, N, eps):
+    """ss = 1 / sqrt(sum of the row's squares / N + eps)."""
+    T.reduce_sum(acc, ss, dim=1)
+    for i in T.Parallel(acc.shape[0]):
+        ss[i] = T.rsqrt(ss[i] / N + eps)
+
+
+@T.macro
+def rms_write(src, x, w, Src, W, Y, ss, bx, chunks):
+    """Pass 2 of RMSNorm: Y = Src * ss * W, chunk by chunk, read through `src`."""
+    block_M, C = x.shape
+    for k in T.serial(chunks):
+        T.copy(Src[bx, k * C], src)
+        T.copy(W[k * C], w)
+        for i, j in T.Parallel(block_M, C):
+            x[i, j] = src[i, j] * ss[i] * w[j]
+        T.copy(x, Y[bx, k * C])
+
+
+@T.macro
+def welford_update(x, mean, m2, k, N):
+    """Welford's update of each slot's running mean and M2 with chunk k's value there; a slot
+    past the row's end (ragged last chunk) keeps its state: its x - mean would not be 0."""
+    block_M, C = x.shape
+    inv_count = 1.0 / T.cast(k + 1, T.float32)  # every slot in the row has seen chunks 0..k
+    for i, j in T.Parallel(block_M, C):
+        delta = x[i, j] - mean[i, j]
+        moved = mean[i, j] + delta * inv_count
+        in_row = k * C + j < N
+        m2[i, j] = T.if_then_else(in_row, m2[i, j] + delta * (x[i, j] - moved), m2[i, j])
+        mean[i, j] = T.if_then_else(in_row, moved, mean[i, j])
+
+
+@T.macro
+def combine_slots(mean, m2, scratch, row_mean, rstd, N, eps):
+    """Chan et al.'s combination of the slots' (count, mean, M2) into the row's mean and
+    1 / sqrt(var + eps); slot j saw N // C values, one more when j < N % C."""
+    block_M, C = mean.shape
+    for i, j in T.Parallel(block_M, C):
+        scratch[i, j] = mean[i, j] * (T.cast(j < N % C, T.float32) + N // C)
+    T.reduce_sum(scratch, row_mean, dim=1)
+    for i in T.Parallel(block_M):
+        row_mean[i] = row_mean[i] / N
+    for i, j in T.Parallel(block_M, C):
+        spread = mean[i, j] - row_mean[i]
+        scratch[i, j] = m2[i, j] + (T.cast(j < N % C, T.float32) + N // C) * spread * spread
+    T.reduce_sum(scratch, rstd, dim=1)
+    for i in T.Parallel(block_M):
+        rstd[i] = T.rsqrt(rstd[i] / N + eps)
+
+
+@T.macro
+def layer_write(src, x, w, b, Src, W, B, Y, row_mean, rstd, bx, chunks):
+    """Pass 2 of LayerNorm: Y = (Src - mean) * rstd * W + B, chunk by chunk, read through `src`."""
+    block_M, C = x.shape
+    for k in T.serial(chunks):
+        T.copy(Src[bx, k * C], src)
+        T.copy(W[k * C], w)
+        T.copy(B[k * C], b)
+        for i, j in T.Parallel(block_M, C):
+            x[i, j] = (src[i, j] - row_mean[i]) * rstd[i] * w[j] + b[j]
+        T.copy(x, Y[bx, k * C])
+
+
+def _streamed_rmsnorm(N, dtype, max_chunks, min_blocks):
+    M = T.symbolic("M")
+    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS["rmsnorm"] if min_blocks is None else min_blocks
+
+    @T.prim_func
+    def rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+                                Y: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+            x = T.alloc_fragment((1, C), T.float32)
+            acc = T.alloc_fragment((1, C), T.float32)
+            w = T.alloc_fragment((C,), T.float32)
+            ss = T.alloc_fragment((1,), T.float32)
+            T.clear(acc)
+            for k in T.serial(chunks):
+                T.copy(X[bx, k * C], x)
+                accumulate_squares(x, acc)
+            rms_scale(acc, ss, N, eps)
+            rms_write(x, x, w, X, W, Y, ss, bx, chunks)
+
+    return rmsnorm_streamed_kernel
+
+
+def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
+    M = T.symbolic("M")
+    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS["add_rmsnorm"] if min_blocks is None else min_blocks
+
+    @T.prim_func
+    def add_rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
+                                    W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype),
+                                    H: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+            x = T.alloc_fragment((1, C), T.float32)
+            r = T.alloc_fragment((1, C), T.float32)
+            h = T.alloc_fragment((1, C), dtype)
+            acc = T.alloc_fragment((1, C), T.float32)
+            w = T.alloc_fragment((C,), T.float32)
+            ss = T.alloc_fragment((1,), T.float32)
+            T.clear(acc)
+            for k in T.serial(chunks):
+                T.copy(X[bx, k * C], x)
+                T.copy(R[bx, k * C], r)
+                for i, j in T.Parallel(1, C):
+                    add_residual(x, r, h, i, j)
+                T.copy(h, H[bx, k * C])
+                accumulate_squares(x, acc)
+            rms_scale(acc, ss, N, eps)
+            rms_write(h, x, w, H, W, Y, ss, bx, chunks)
+
+    return add_rmsnorm_streamed_kernel
+
+
+def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
+    M = T.symbolic("M")
+    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS["layernorm"] if min_blocks is None else min_blocks
+
+    @T.prim_func
+    def layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
+                                  B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+            x = T.alloc_fragment((1, C), T.float32)
+            mean = T.alloc_fragment((1, C), T.float32)
+            m2 = T.alloc_fragment((1, C), T.float32)
+            w = T.alloc_fragment((C,), T.float32)
+            b = T.alloc_fragment((C,), T.float32)
+            row_mean = T.alloc_fragment((1,), T.float32)
+            rstd = T.alloc_fragment((1,), T.float32)
+            T.clear(mean)
+            T.clear(m2)
+            for k in T.serial(chunks):
+                T.copy(X[bx, k * C], x)
+                welford_update(x, mean, m2, k, N)
+            combine_slots(mean, m2, x, row_mean, rstd, N, eps)
+            layer_write(x, x, w, b, X, W, B, Y, row_mean, rstd, bx, chunks)
+
+    return layernorm_streamed_kernel
+
+
+def _streamed_add_layernorm(N, dtype, max_chunks, min_blocks):
+    M = T.symbolic("M")
+    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS["add_layernorm"] if min_blocks is None else min_blocks
+
+    @T.prim_func
+    def add_layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
+                                      W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
+                                      Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
+        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+            x = T.alloc_fragment((1, C), T.float32)
+            r = T.alloc_fragment((1, C), T.float32)
+            h = T.alloc_fragment((1, C), dtype)
+            mean = T.alloc_fragment((1, C), T.float32)
+            m2 = T.alloc_fragment((1, C), T.float32)
+            w = T.alloc_fragment((C,), T.float32)
+            b = T.alloc_fragment((C,), T.float32)
+            row_mean = T.alloc_fragment((1,), T.float32)
+            rstd = T.alloc_fragment((1,), T.float32)
+            T.clear(mean)
+            T.clear(m2)
+            for k in T.serial(chunks):
+                T.copy(X[bx, k * C], x)
+                T.copy(R[bx, k * C], r)
+                for i, j in T.Parallel(1, C):
+                    add_residual(x, r, h, i, j)
+                T.copy(h, H[bx, k * C])
+                welford_update(x, mean, m2, k, N)
+            combine_slots(mean, m2, x, row_mean, rstd, N, eps)
+            layer_write(h, x, w, b, H, W, B, Y, row_mean, rstd, bx, chunks)
+
+    return add_layernorm_streamed_kernel
