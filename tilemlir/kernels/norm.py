@@ -24,7 +24,7 @@ LayerNorm's update masks those slots explicitly (x - mean is not 0 there).
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_chunk, tuned
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, MAX_THREADS, row_config, streamed_chunk, tuned
 
 
 @T.macro
@@ -201,25 +201,23 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
     return add_layernorm_kernel
 
 
-# Streaming: rows that do not fit in registers (row_config gives None). One block per row walks
-# the row in chunks of C columns, twice (see the module docstring).
+# Streaming (rows for which row_config gives None; see the module docstring). A block keeps its
+# slots' state for the whole row next to the chunk being read: RMSNorm one float a slot, LayerNorm
+# two, so LayerNorm's chunks give each thread half as many columns. Blocks of 512 threads, 2 per
+# multiprocessor (64 registers a thread): ptxas (sm_90a) then spills nothing at any of 11 bf16
+# widths from 16392 to 262144 columns (ragged, odd and whole-chunk ones). With 3 or 4 blocks (40 or
+# 32 registers) most widths spill, up to hundreds of bytes; LayerNorm with RMSNorm's chunks spills
+# 28-42 bytes at some widths; 1024-thread blocks hold one row a multiprocessor, idle through its
+# reductions.
+STREAM_THREADS = 512
+STREAM_MIN_BLOCKS = 2
 
 
-# A streaming block holds the per-slot state (RMSNorm: the sums of squares; LayerNorm: the running
-# mean and M2) across the whole row, next to the chunk being read: too much for the 32 registers
-# of 2048 resident threads. So half of streamed_chunk's columns, on 512 threads (16 bytes of input
-# each x max_chunks), and these resident blocks per multiprocessor: the most at which ptxas
-# (sm_90a, N = 32768) spills nothing. Registers / spilled bytes at 512 threads x 2 chunks and
-# 2 / 3 / 4 blocks: RMSNorm 46/0, 39/0, 32/0; residual RMSNorm 64/0, 40/0, 32/4; LayerNorm 64/0,
-# 40/176, 32/278; residual LayerNorm 64/0, 40/164, 32/212. 1024-thread blocks hold one row per
-# multiprocessor, idle through each row's reductions; the LayerNorms spill there (64 registers).
-STREAM_MIN_BLOCKS = {"rmsnorm": 4, "add_rmsnorm": 3, "layernorm": 2, "add_layernorm": 2}
-
-
-def _stream_shape(N, dtype, max_chunks):
-    """(C, threads, chunks): the columns one pass holds, the block's threads, the passes' trip count."""
-    C = streamed_chunk(dtype, max_chunks) // 2
-    return C, row_config(C, dtype, max_chunks).threads, -(-N // C)
+def _stream_shape(N, dtype, chunks_per_thread):
+    """(C, chunks): the columns one pass holds (STREAM_THREADS x chunks_per_thread 16-byte chunks
+    of input) and the passes over a row."""
+    C = streamed_chunk(dtype, chunks_per_thread) * STREAM_THREADS // MAX_THREADS
+    return C, -(-N // C)
 
 
 @T.macro
@@ -251,32 +249,53 @@ def rms_write(src, x, w, Src, W, Y, ss, bx, chunks):
 
 
 @T.macro
-def welford_update(x, mean, m2, k, N):
-    """Welford's update of each slot's running mean and M2 with chunk k's value there; a slot
-    past the row's end (ragged last chunk) keeps its state: its x - mean would not be 0."""
+def read_residual(X, R, H, x, r, h, bx, k):
+    """Chunk k of the row: h = X + R rounded to H's dtype, stored to H, and x = h."""
+    block_M, C = x.shape
+    T.copy(X[bx, k * C], x)
+    T.copy(R[bx, k * C], r)
+    for i, j in T.Parallel(block_M, C):
+        add_residual(x, r, h, i, j)
+    T.copy(h, H[bx, k * C])
+
+
+@T.macro
+def welford_update(x, mean, m2, k, width):
+    """Welford's update of each slot's running mean and M2 with chunk k's value there, in the
+    chunk's first `width` slots (a compile-time int): the others, past the end of the row in a
+    ragged last chunk, read 0, and 0 - mean is no identity."""
     block_M, C = x.shape
     inv_count = 1.0 / T.cast(k + 1, T.float32)  # every slot in the row has seen chunks 0..k
     for i, j in T.Parallel(block_M, C):
         delta = x[i, j] - mean[i, j]
         moved = mean[i, j] + delta * inv_count
-        in_row = k * C + j < N
-        m2[i, j] = T.if_then_else(in_row, m2[i, j] + delta * (x[i, j] - moved), m2[i, j])
-        mean[i, j] = T.if_then_else(in_row, moved, mean[i, j])
+        if width == C:
+            m2[i, j] += delta * (x[i, j] - moved)
+            mean[i, j] = moved
+        else:
+            m2[i, j] = T.if_then_else(j < width, m2[i, j] + delta * (x[i, j] - moved), m2[i, j])
+            mean[i, j] = T.if_then_else(j < width, moved, mean[i, j])
+
+
+@T.macro
+def slot_count(j, N, C):
+    """How many of a row's N columns slot j of a C-column chunk saw."""
+    return T.cast(j < N % C, T.float32) + N // C
 
 
 @T.macro
 def combine_slots(mean, m2, scratch, row_mean, rstd, N, eps):
     """Chan et al.'s combination of the slots' (count, mean, M2) into the row's mean and
-    1 / sqrt(var + eps); slot j saw N // C values, one more when j < N % C."""
+    1 / sqrt(var + eps)."""
     block_M, C = mean.shape
     for i, j in T.Parallel(block_M, C):
-        scratch[i, j] = mean[i, j] * (T.cast(j < N % C, T.float32) + N // C)
+        scratch[i, j] = mean[i, j] * slot_count(j, N, C)
     T.reduce_sum(scratch, row_mean, dim=1)
     for i in T.Parallel(block_M):
         row_mean[i] = row_mean[i] / N
     for i, j in T.Parallel(block_M, C):
         spread = mean[i, j] - row_mean[i]
-        scratch[i, j] = m2[i, j] + (T.cast(j < N % C, T.float32) + N // C) * spread * spread
+        scratch[i, j] = m2[i, j] + slot_count(j, N, C) * spread * spread
     T.reduce_sum(scratch, rstd, dim=1)
     for i in T.Parallel(block_M):
         rstd[i] = T.rsqrt(rstd[i] / N + eps)
@@ -297,13 +316,13 @@ def layer_write(src, x, w, b, Src, W, B, Y, row_mean, rstd, bx, chunks):
 
 def _streamed_rmsnorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS["rmsnorm"] if min_blocks is None else min_blocks
+    C, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
 
     @T.prim_func
     def rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                                 Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+        with T.Kernel(M, threads=STREAM_THREADS, min_blocks=resident) as bx:
             x = T.alloc_fragment((1, C), T.float32)
             acc = T.alloc_fragment((1, C), T.float32)
             w = T.alloc_fragment((C,), T.float32)
@@ -320,14 +339,14 @@ def _streamed_rmsnorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS["add_rmsnorm"] if min_blocks is None else min_blocks
+    C, chunks = _stream_shape(N, dtype, max_chunks)
+    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
 
     @T.prim_func
     def add_rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
                                     W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype),
                                     H: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+        with T.Kernel(M, threads=STREAM_THREADS, min_blocks=resident) as bx:
             x = T.alloc_fragment((1, C), T.float32)
             r = T.alloc_fragment((1, C), T.float32)
             h = T.alloc_fragment((1, C), dtype)
@@ -336,11 +355,7 @@ def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
             ss = T.alloc_fragment((1,), T.float32)
             T.clear(acc)
             for k in T.serial(chunks):
-                T.copy(X[bx, k * C], x)
-                T.copy(R[bx, k * C], r)
-                for i, j in T.Parallel(1, C):
-                    add_residual(x, r, h, i, j)
-                T.copy(h, H[bx, k * C])
+                read_residual(X, R, H, x, r, h, bx, k)
                 accumulate_squares(x, acc)
             rms_scale(acc, ss, N, eps)
             rms_write(h, x, w, H, W, Y, ss, bx, chunks)
@@ -350,13 +365,13 @@ def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS["layernorm"] if min_blocks is None else min_blocks
+    C, chunks = _stream_shape(N, dtype, max(1, max_chunks // 2))
+    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
 
     @T.prim_func
     def layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                                   B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+        with T.Kernel(M, threads=STREAM_THREADS, min_blocks=resident) as bx:
             x = T.alloc_fragment((1, C), T.float32)
             mean = T.alloc_fragment((1, C), T.float32)
             m2 = T.alloc_fragment((1, C), T.float32)
@@ -366,9 +381,12 @@ def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
             rstd = T.alloc_fragment((1,), T.float32)
             T.clear(mean)
             T.clear(m2)
-            for k in T.serial(chunks):
+            for k in T.serial(N // C):
                 T.copy(X[bx, k * C], x)
-                welford_update(x, mean, m2, k, N)
+                welford_update(x, mean, m2, k, C)
+            for k in T.serial(N // C, chunks):  # the ragged last chunk, if any
+                T.copy(X[bx, k * C], x)
+                welford_update(x, mean, m2, k, N % C)
             combine_slots(mean, m2, x, row_mean, rstd, N, eps)
             layer_write(x, x, w, b, X, W, B, Y, row_mean, rstd, bx, chunks)
 
@@ -377,14 +395,14 @@ def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_add_layernorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, threads, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS["add_layernorm"] if min_blocks is None else min_blocks
+    C, chunks = _stream_shape(N, dtype, max(1, max_chunks // 2))
+    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
 
     @T.prim_func
     def add_layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
                                       W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
                                       Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
-        with T.Kernel(M, threads=threads, min_blocks=resident) as bx:
+        with T.Kernel(M, threads=STREAM_THREADS, min_blocks=resident) as bx:
             x = T.alloc_fragment((1, C), T.float32)
             r = T.alloc_fragment((1, C), T.float32)
             h = T.alloc_fragment((1, C), dtype)
@@ -396,13 +414,12 @@ def _streamed_add_layernorm(N, dtype, max_chunks, min_blocks):
             rstd = T.alloc_fragment((1,), T.float32)
             T.clear(mean)
             T.clear(m2)
-            for k in T.serial(chunks):
-                T.copy(X[bx, k * C], x)
-                T.copy(R[bx, k * C], r)
-                for i, j in T.Parallel(1, C):
-                    add_residual(x, r, h, i, j)
-                T.copy(h, H[bx, k * C])
-                welford_update(x, mean, m2, k, N)
+            for k in T.serial(N // C):
+                read_residual(X, R, H, x, r, h, bx, k)
+                welford_update(x, mean, m2, k, C)
+            for k in T.serial(N // C, chunks):
+                read_residual(X, R, H, x, r, h, bx, k)
+                welford_update(x, mean, m2, k, N % C)
             combine_slots(mean, m2, x, row_mean, rstd, N, eps)
             layer_write(h, x, w, b, H, W, B, Y, row_mean, rstd, bx, chunks)
 
