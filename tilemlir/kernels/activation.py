@@ -18,7 +18,7 @@ X, so not masked) into lanes whose results are not stored.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES, MAX_CHUNKS_PER_THREAD, row_config
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_chunk
 
 TILE_THREADS = 256
 
@@ -50,7 +50,7 @@ def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=N
 def _silu_mul_tiled(N, dtype, max_chunks, min_blocks):
     """One block per (row, column tile)."""
     M = T.symbolic("M")
-    tile = TILE_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    tile = streamed_chunk(dtype, max_chunks, TILE_THREADS)
     cfg = row_config(tile, dtype, max_chunks)
     tiles = T.ceildiv(N, tile)
 

@@ -101,10 +101,10 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
     return RowConfig(threads) if threads <= MAX_THREADS else None
 
 
-def streamed_chunk(dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> int:
-    """Elements of a long row one pass of a streaming kernel holds: MAX_THREADS threads x
-    max_chunks 16-byte chunks, the most `row_config` keeps in registers."""
-    return MAX_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+def streamed_chunk(dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD, threads: int = MAX_THREADS) -> int:
+    """Elements of a long row one pass of a streaming kernel holds: `threads` threads x
+    max_chunks 16-byte chunks (by default the most `row_config` keeps in registers)."""
+    return threads * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
 
 
 def warp_row_layout(N: int, dtype: str) -> T.Layout | None:

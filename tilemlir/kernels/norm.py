@@ -24,7 +24,7 @@ LayerNorm's update masks those slots explicitly (x - mean is not 0 there).
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, MAX_THREADS, row_config, streamed_chunk, tuned
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_chunk, tuned
 
 
 @T.macro
@@ -216,7 +216,7 @@ STREAM_MIN_BLOCKS = 2
 def _stream_shape(N, dtype, chunks_per_thread):
     """(C, chunks): the columns one pass holds (STREAM_THREADS x chunks_per_thread 16-byte chunks
     of input) and the passes over a row."""
-    C = streamed_chunk(dtype, chunks_per_thread) * STREAM_THREADS // MAX_THREADS
+    C = streamed_chunk(dtype, chunks_per_thread, STREAM_THREADS)
     return C, -(-N // C)
 
 

@@ -29,7 +29,7 @@ number, so S and Q are bitwise those of the one-pass kernel.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES, row_config, tuned
+from tilemlir.kernels.config import row_config, streamed_chunk, tuned
 
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
@@ -79,7 +79,7 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
 def _quant_row_streamed(N, dtype, max_chunks, min_blocks):
     """One row per block: an absmax pass over chunks of the row, then a quantizing pass."""
     M = T.symbolic("M")
-    chunk = STREAM_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    chunk = streamed_chunk(dtype, max_chunks, STREAM_THREADS)
     cfg = row_config(chunk, dtype, max_chunks)
     passes = T.ceildiv(N, chunk)
 

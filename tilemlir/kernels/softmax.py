@@ -18,7 +18,7 @@ pass's stores past N are masked.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES, row_config
+from tilemlir.kernels.config import row_config, streamed_chunk
 
 STREAM_THREADS = 256
 
@@ -59,7 +59,7 @@ def _one_pass(N, dtype, cfg, min_blocks):
 
 def _online(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    chunk = STREAM_THREADS * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    chunk = streamed_chunk(dtype, max_chunks, STREAM_THREADS)
     cfg = row_config(chunk, dtype, max_chunks)
     block_M = cfg.block_M
     n_chunks = T.ceildiv(N, chunk)
