@@ -23,6 +23,15 @@ from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_
 TILE_THREADS = 256
 
 
+@T.macro
+def silu_times(gate, up):
+    """gate = silu(gate) * up, element by element."""
+    rows, cols = gate.shape
+    for i, j in T.Parallel(rows, cols):
+        g = gate[i, j]
+        gate[i, j] = g / (1.0 + T.exp(-g)) * up[i, j]
+
+
 @tilemlir.jit(out_idx=[1], fast_math=True)
 def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
     cfg = row_config(N, dtype, max_chunks)
@@ -39,9 +48,7 @@ def silu_mul(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=N
             up = T.alloc_fragment((block_M, N), T.float32)
             T.copy(X[bx * block_M, 0], gate)
             T.copy(X[bx * block_M, N], up)
-            for i, j in T.Parallel(block_M, N):
-                g = gate[i, j]
-                gate[i, j] = g / (1.0 + T.exp(-g)) * up[i, j]
+            silu_times(gate, up)
             T.copy(gate, Y[bx * block_M, 0])
 
     return silu_mul_kernel
@@ -61,9 +68,7 @@ def _silu_mul_tiled(N, dtype, max_chunks, min_blocks):
             up = T.alloc_fragment((1, tile), T.float32)
             T.copy(X[row, bt * tile], gate)
             T.copy(X[row, N + bt * tile], up)
-            for i, j in T.Parallel(1, tile):
-                g = gate[i, j]
-                gate[i, j] = g / (1.0 + T.exp(-g)) * up[i, j]
+            silu_times(gate, up)
             T.copy(gate, Y[row, bt * tile])
 
     return silu_mul_tiled_kernel
