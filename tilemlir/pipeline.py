@@ -10,7 +10,9 @@ from __future__ import annotations
 def thread_pipeline() -> list[str]:
     """Tile level -> thread level (the `thread` stage)."""
     return [
-        # First: every later decision (vector width, shuffle pattern, register count)
+        # Before layouts: a gemm becomes a tile.parallel over its accumulator, which infer-layouts must see.
+        "lower-gemm-simt",
+        # Then: every later decision (vector width, shuffle pattern, register count)
         # depends on which thread holds which fragment element.
         "infer-layouts",
         # Copies, fills and reductions become element loops, warp shuffles and shared

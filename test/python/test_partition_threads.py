@@ -84,9 +84,10 @@ def test_every_register_loop_has_a_constant_trip_count():
             assert bound.owner.operation.name == "arith.constant", str(loop)
 
 
-def test_gemm_is_reported_as_not_lowered_yet():
+def test_gemm_left_for_partition_threads_is_a_located_error():
     kernel = example_kernel("gemm", dict(N=256, K=256), factory="matmul")
-    with pytest.raises(tilemlir.CompileError, match="tile.gemm lowering to threads is not implemented yet") as info:
+    with pytest.raises(tilemlir.CompileError, match=r"tile.gemm must be lowered before partition-threads \(run "
+                                                    r"lower-gemm-simt first\)") as info:
         thread_ir(kernel)
     assert info.value.location.file.endswith("gemm.py")
 

@@ -549,10 +549,10 @@ def gemm_kernel(M=32, N=32, K=48):
     return gemm
 
 
-def test_gemm_of_unsigned_tiles_at_tile_level(rng):
-    """(tile.gemm has no thread-level lowering yet; the CPU reference widens its operands.)"""
+@pytest.mark.parametrize("level", LEVELS)
+def test_gemm_of_unsigned_tiles(level, rng):
     a, b = top_half(rng, "uint8", (32, 48)), top_half(rng, "uint8", (48, 32))
-    c = cpu(gemm_kernel(), "tile")(a, b)
+    c = cpu(gemm_kernel(), level)(a, b)
     assert np.array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
 
 

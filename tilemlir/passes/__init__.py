@@ -87,6 +87,7 @@ _PASS_MODULES: list[str] = [
     "tilemlir.passes.cpu_expand_narrow_floats",
     "tilemlir.passes.cpu_lower_tile_to_loops",
     "tilemlir.passes.cpu_simulate_threads",
+    "tilemlir.passes.lower_gemm_simt",
     "tilemlir.passes.infer_layouts",
     "tilemlir.passes.lower_tile_ops",
     "tilemlir.passes.partition_threads",

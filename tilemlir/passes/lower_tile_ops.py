@@ -3,8 +3,8 @@
 Takes tile-level IR after infer-layouts (every fragment and every static
 tile.parallel has a `layout`). Gives tile-level IR without tile.copy,
 tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
-split into scalar ones; tile.gemm is left alone (its lowering is a later
-issue). What replaces them:
+split into scalar ones; tile.gemm is left alone (lower-gemm-simt lowers
+it, before infer-layouts). What replaces them:
 
 - Element work is a `tile.parallel` with a `layout` (which thread runs which
   point): over the fragment's own layout when a fragment is involved (a

@@ -36,8 +36,8 @@ kernel:
 - Global accesses keep their logical indices and any `tile.pad`; no bounds
   guards are added (insert-guards does that).
 
-`tile.gemm` has no thread lowering yet: a kernel containing one is a
-CompileError naming its line.
+A `tile.gemm` left here (lower-gemm-simt did not run) is a CompileError
+naming its line.
 """
 
 from __future__ import annotations
@@ -102,8 +102,7 @@ class _KernelPartition:
             if op.name in _UNLOWERED:
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
             if op.name == "tile.gemm":
-                raise diag.error(op, "tile.gemm lowering to threads is not implemented yet (T.gemm cannot be "
-                                     "compiled to threads in this version)")
+                raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")
         for op in lir.walk_ops(self.kernel):
             if op.name == "tile.alloc_fragment":
                 for use in op.results[0].uses:

@@ -8,7 +8,7 @@ func.func @gemm(%A: memref<64x32xf16>) attributes {tile.entry} {
     %a = "tile.alloc_shared"() {name = "A_s"} : () -> memref<64x32xf16, "shared">
     %b = "tile.alloc_shared"() {name = "B_s"} : () -> memref<32x64xf16, "shared">
     %c = "tile.alloc_fragment"() {name = "C", layout = #tile.layout<affine_map<(d0, d1) -> (d0 + (d1 floordiv 32) * 64)>, affine_map<(d0, d1) -> (d1 mod 32)>, 1 : i64>} : () -> memref<64x64xf32, "fragment">
-    // expected-error @+1 {{tile.gemm lowering to threads is not implemented yet}}
+    // expected-error @+1 {{tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)}}
     "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = false} : (memref<64x32xf16, "shared">, memref<32x64xf16, "shared">, memref<64x64xf32, "fragment">) -> ()
     "tile.yield"() : () -> ()
   }) {threads = 128 : i64} : (index) -> ()
