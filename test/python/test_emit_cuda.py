@@ -769,13 +769,13 @@ def test_grid_values_used_inside_the_kernel_are_computed_once_at_the_top():
 # -- errors --------------------------------------------------------------------------------------------
 
 
-def test_gemm_is_a_located_error():
+def test_an_unlowered_gemm_is_a_located_error():
     body = """
       %a = memref.alloca() : memref<16x16xf16, "shared">
       %b = memref.alloca() : memref<16x16xf16, "shared">
       %c = memref.alloca() : memref<16x16xf32, "fragment">
       "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = false} : (memref<16x16xf16, "shared">, memref<16x16xf16, "shared">, memref<16x16xf32, "fragment">) -> () loc("mm.py":12:8)"""
-    with pytest.raises(CompileError, match=r"mm.py:12:8: error: tile.gemm is not supported by the CUDA emitter yet"):
+    with pytest.raises(CompileError, match=r"mm.py:12:8: error: tile.gemm must be lowered before CUDA emission \(run lower-gemm-simt"):
         emit_text(kernel_module(body, [("Y", "memref<?x64xf32>")]))
 
 

@@ -330,7 +330,8 @@ class KernelEmitter:
         self.vectors.reduction_statement(op)
 
     def _gemm(self, op: ir.Operation) -> None:
-        raise error(op, "tile.gemm is not supported by the CUDA emitter yet")
+        raise error(op, "tile.gemm must be lowered before CUDA emission (run lower-gemm-simt, which the "
+                        "thread pipeline runs first)")
 
     def _for(self, op: ir.Operation) -> None:
         if irutil.has_attr(op, "unsignedCmp"):
@@ -465,7 +466,6 @@ _HANDLERS = {
     "vector.reduction": KernelEmitter._vector_reduction,
     "gpu.barrier": KernelEmitter._barrier,
     "tile.atomic_add": KernelEmitter._atomic_add,
-    "tile.gemm": KernelEmitter._gemm,
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
 }

@@ -1,6 +1,6 @@
 // Whatever the emitter cannot print is a located error, never a traceback.
 // RUN: not emit-cuda %s 2>&1 | FileCheck %s
-// CHECK: gemm.py:9:7: error: tile.gemm is not supported by the CUDA emitter yet
+// CHECK: gemm.py:9:7: error: tile.gemm must be lowered before CUDA emission (run lower-gemm-simt
 // CHECK-NOT: Traceback
 
 module {
