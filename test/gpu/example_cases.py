@@ -50,6 +50,9 @@ CASES = (
     ExampleCase("quant_fp8_4096", "quant_fp8", "quant_fp8", {"N": 4096}, tolerance=4e-2),
     ExampleCase("quant_fp8_1000", "quant_fp8", "quant_fp8", {"N": 1000}, n=1000, rows=(1000, 1), tolerance=4e-2),
     ExampleCase("silu_and_mul_11008", "silu_and_mul", "silu_and_mul", {}, n=0, rows=(4096, 13, 1)),
+    ExampleCase("gemm_f16_512x256", "gemm", "matmul",
+                {"N": 512, "K": 256, "block_M": 64, "block_N": 64, "block_K": 32}, n=0, rows=(1000, 37, 1),
+                tolerance=1e-3, input_kwargs={"n": 512, "k": 256}),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 

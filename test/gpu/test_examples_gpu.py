@@ -72,6 +72,8 @@ def make_inputs(module, case, rows, rng):
         kwargs["rows"] = rows
         if "n" in params and case.n:
             kwargs["n"] = case.n
+    elif "m" in params:  # a GEMM: rows are A's and C's
+        kwargs["m"] = rows
     elif "n" in params:
         kwargs["n"] = rows
     return module.make_inputs(rng, **kwargs)
