@@ -255,3 +255,20 @@ def test_row_config_spreads_rows_by_width():
     assert row_config(16384, "bfloat16", 2).threads == 1024  # the widest row held in registers
     assert row_config(16385, "bfloat16", 2) is None
     assert streamed_chunk("bfloat16", 2) == 16384 and streamed_chunk("float32", 4) == 16384
+
+
+@pytest.mark.parametrize("factory, kwargs, message", [
+    (norm.rmsnorm, {"N": 4096, "max_chunks": 0}, "max_chunks must be a positive int, got 0"),
+    (activation.silu_mul, {"N": 4096, "max_chunks": -1}, "max_chunks must be a positive int, got -1"),
+    (norm.rmsnorm, {"N": "4096"}, "the row width N must be a positive int, got '4096'"),
+    (norm.rmsnorm, {"N": True}, "the row width N must be a positive int, got True"),
+    (norm.rmsnorm, {"N": 4096, "dtype": "int7"}, "unknown dtype 'int7'"),
+])
+def test_bad_factory_arguments_are_named(factory, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        factory(**kwargs)
+
+
+def test_elementwise_takes_float64(rng):
+    a, b = (rng.standard_normal(1000) for _ in range(2))
+    assert np.array_equal(cpu(elementwise.add, "thread", dtype="float64")(a, b), a + b)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import tilemlir.language as T
 from tilemlir.dialects.tile import MAX_THREADS_PER_SM  # bounds a factory's min_blocks
 
-ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}
 CHUNK_BYTES = 16
 # A row's fragments live in registers: float32 values of at most this many
 # 16-byte chunks of the input per thread keep kernels with three or four
@@ -77,6 +76,17 @@ class RowConfig:
         return None if wanted is None else max(1, min(wanted, MAX_THREADS_PER_SM // self.threads))
 
 
+def element_bytes(dtype) -> int:
+    """Bytes per element of `dtype` (a T dtype or its name; a ValueError names the known ones)."""
+    return max(1, T.dtype(dtype).bits // 8)
+
+
+def _positive_int(name: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
 def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> RowConfig | None:
     """How a row of N elements spreads over a block, or None when it does not fit in registers
     (more than MAX_THREADS x max_chunks 16-byte chunks): the kernel then streams it in chunks of
@@ -89,8 +99,10 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
     - Other rows: one row per block, the fewest warps (at least MIN_THREADS threads) that hold it
       with at most max_chunks chunks each; the last chunks are masked.
     """
-    chunks = -(-N * ELEMENT_BYTES[dtype] // CHUNK_BYTES)
-    if N * ELEMENT_BYTES[dtype] % CHUNK_BYTES == 0:
+    row_bytes = _positive_int("the row width N", N) * element_bytes(dtype)
+    _positive_int("max_chunks", max_chunks)
+    chunks = -(-row_bytes // CHUNK_BYTES)
+    if row_bytes % CHUNK_BYTES == 0:
         for threads in range(MIN_THREADS, MAX_THREADS + 1, LANES):
             if chunks % threads == 0 and chunks // threads <= max_chunks:
                 return RowConfig(threads)
@@ -104,7 +116,7 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
 def streamed_chunk(dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD, threads: int = MAX_THREADS) -> int:
     """Elements of a long row one pass of a streaming kernel holds: `threads` threads x
     max_chunks 16-byte chunks (by default the most `row_config` keeps in registers)."""
-    return threads * max_chunks * CHUNK_BYTES // ELEMENT_BYTES[dtype]
+    return threads * _positive_int("max_chunks", max_chunks) * CHUNK_BYTES // element_bytes(dtype)
 
 
 def warp_row_layout(N: int, dtype: str) -> T.Layout | None:
@@ -112,7 +124,7 @@ def warp_row_layout(N: int, dtype: str) -> T.Layout | None:
     splits the row evenly over the lanes; None where that is 16 bytes (infer-layouts' own choice)
     or none does."""
     for chunk in NARROW_CHUNK_BYTES:
-        vector = chunk // ELEMENT_BYTES[dtype]
+        vector = chunk // element_bytes(dtype)
         if vector >= 1 and N % (vector * LANES) == 0:
             if chunk == CHUNK_BYTES:
                 return None

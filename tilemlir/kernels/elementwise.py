@@ -17,7 +17,7 @@ issued: one load in flight per thread instead of all of them.)
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import CHUNK_BYTES, ELEMENT_BYTES
+from tilemlir.kernels.config import CHUNK_BYTES, element_bytes
 
 # Defaults (factory arguments `threads` and `elements` override them).
 # Elements per thread, whatever the dtype: 16-bit values take a whole register
@@ -28,7 +28,7 @@ ELEMENTS_PER_THREAD = 16
 
 
 def _tile(dtype: str, threads: int, elements: int) -> int:
-    return threads * max(elements, CHUNK_BYTES // ELEMENT_BYTES[dtype])
+    return threads * max(elements, CHUNK_BYTES // element_bytes(dtype))
 
 
 def _binary(dtype: str, op: str, threads: int, elements: int):
