@@ -647,3 +647,37 @@ def test_fragment_loaded_with_another_layout_gives_wrong_numbers():
         results.append(_run_example(module, frontend, ir_module, rows=8))
     assert results[0] < 1e-2
     assert not results[1] < 1e-2
+
+
+def test_every_carried_value_keeps_the_array_its_store_writes(monkeypatch):
+    """A value read across a sync point gets a per-thread array written by a store of that value.
+    Rewriting a local buffer's loads (or a shuffle) erases ops whose results may already have
+    arrays; their replacements must take the arrays over. A stale key (an erased value) could
+    later match an unrelated value created at the same address, which then read another value's
+    array: softmax rows came out NaN once in tens of compiles in one process."""
+    import tilemlir
+    from tilemlir.backends.cpu.simulate import values
+    from tilemlir.kernels import softmax
+
+    checked = []
+    carry = values.ThreadState.carry_values_across_phases
+
+    def checked_carry(self, block_level_ops):
+        carry(self, block_level_ops)
+        for value, array in self._storage.items():
+            stored = [use.owner.operands[0] for use in array.uses if use.owner.name == "memref.store"]
+            assert stored and all(v == value for v in stored), f"array of {value} stores {stored}"
+            checked.append(value)
+
+    monkeypatch.setattr(values.ThreadState, "carry_values_across_phases", checked_carry)
+    softmax.softmax._instances.clear()
+    kernel = tilemlir.compile(softmax.softmax.instantiate(N=4096, dtype="float16", max_chunks=1), target="cpu",
+                              level="thread")
+    softmax.softmax._instances.clear()
+    assert checked, "the softmax kernel carries no value across a sync point: the test checks nothing"
+    x = (np.random.default_rng().standard_normal((3, 4096)) - 6).astype(np.float16)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True)
+    got = kernel(x).astype(np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 2e-3

@@ -99,7 +99,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
-    phases.demote_results(launch, function, n_threads)
+    demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
     body = launch.regions[0].blocks[0]
@@ -118,7 +118,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()
         barrier.erase()
-    _run_blocks(launch, on_chip, checker)
+    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker)
 
 
 def _block_dims(launch: ir.Operation) -> tuple[int, int, int]:

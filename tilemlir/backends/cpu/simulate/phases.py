@@ -70,14 +70,17 @@ def thread_id() -> ir.Value:
     return tid
 
 
-def demote_results(root: ir.Operation, function: ir.Operation, n_threads: int) -> None:
+def demote_results(root: ir.Operation, function: ir.Operation, n_threads: int) -> list[ir.Value]:
     """Move the loop-carried values and results of sync-holding `scf.for` / `scf.if` ops
-    under `root` to per-thread memory, leaving ops without results."""
+    under `root` to per-thread memory, leaving ops without results; returns that memory."""
+    demoted = []
     for op in ops_with_sync(root):
         if op.name in ("scf.for", "scf.if") and len(op.results):
             storage = [buffers.allocate_at_entry(function, ir.MemRefType.get([n_threads], r.type), op.location)
                        for r in op.results]
             (_demote_for if op.name == "scf.for" else _demote_if)(op, storage)
+            demoted += storage
+    return demoted
 
 
 def _store_all(values, storage) -> None:

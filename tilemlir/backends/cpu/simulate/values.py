@@ -90,6 +90,11 @@ class ThreadState:
         return None
 
     # -- values live across phases ----------------------------------------------------
+    @property
+    def carried(self) -> list[ir.Value]:
+        """The per-thread arrays of values live across phases."""
+        return list(self._storage.values())
+
     def storage(self, value: ir.Value) -> ir.Value:
         """The per-thread array of `value` (created with its store on first request)."""
         if value in self._storage:
@@ -150,9 +155,7 @@ class ThreadState:
                 array = self.storage(value)
                 source = arith.select(valid, source, linear)
                 result = memref.load(array, [source])
-        op.results[0].replace_all_uses_with(result)
-        op.results[1].replace_all_uses_with(valid)
-        op.erase()
+        self._replace_and_erase(op, [result, valid])
 
     # -- per-thread buffers --------------------------------------------------------------
     def expand_local_buffer(self, old: ir.Value, expanded: ir.Value) -> None:
@@ -176,8 +179,17 @@ class ThreadState:
             else:
                 vector.store(operands[0], expanded, [tid, *operands[2:]])
                 new = None
-        if new is not None:
-            op.results[0].replace_all_uses_with(new)
+        self._replace_and_erase(op, [new] if new is not None else [])
+
+    def _replace_and_erase(self, op: ir.Operation, replacements: list[ir.Value]) -> None:
+        """Replace `op`'s results and erase it. A result with a per-thread array hands the array
+        to its replacement (whose uses, the array's store among them, it took over): the erased
+        value's address is reused by values created later, and a stale key would give one of them
+        another value's array."""
+        for old, new in zip(op.results, replacements):
+            old.replace_all_uses_with(new)
+            if old in self._storage:
+                self._storage[new] = self._storage.pop(old)
         op.erase()
 
 
