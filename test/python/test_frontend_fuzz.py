@@ -9,6 +9,7 @@ frontend's business and is skipped; everything that reaches
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import itertools
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tilemlir
+import tilemlir.language as T
 from tilemlir.errors import CompileError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -45,6 +47,18 @@ def _mutant(text: str, edits: list[tuple[int, str]]) -> str:
     for where, replacement in edits:
         replaced[positions[where % len(positions)]][1] = replacement
     return tokenize.untokenize([tuple(t) for t in replaced])
+
+
+@contextlib.contextmanager
+def _dsl_restored():
+    """Mutants run as plain Python and may rebind the DSL's names: `T.int8 = T.symbolic("M")` is
+    a valid mutant of `M = T.symbolic("M")`. Put the modules back, so later tests see the real DSL."""
+    saved = [(module, dict(vars(module))) for module in (tilemlir, T)]
+    try:
+        yield
+    finally:
+        for module, names in saved:
+            vars(module).update(names)  # names added meanwhile (lazily imported submodules) stay
 
 
 def _kernels_of(directory: Path, text: str) -> list | None:
@@ -76,13 +90,14 @@ def _kernels_of(directory: Path, text: str) -> list | None:
     edits=st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(REPLACEMENTS)), min_size=1, max_size=3),
 )
 def test_mutated_examples_lower_or_fail_with_a_located_error(tmp_path, source, edits):
-    kernels = _kernels_of(tmp_path, _mutant(source.read_text(), edits))
-    for kernel in kernels or []:
-        try:
-            tilemlir.lower(kernel)
-        except CompileError as err:
-            assert "internal compiler error" not in str(err), str(err)
-            assert err.location is not None and err.location.line > 0, str(err)
+    with _dsl_restored():
+        kernels = _kernels_of(tmp_path, _mutant(source.read_text(), edits))
+        for kernel in kernels or []:
+            try:
+                tilemlir.lower(kernel)
+            except CompileError as err:
+                assert "internal compiler error" not in str(err), str(err)
+                assert err.location is not None and err.location.line > 0, str(err)
 
 
 def test_the_unmutated_examples_lower(tmp_path):
@@ -99,3 +114,14 @@ def test_a_mutant_can_fail(tmp_path):
     kernels = _kernels_of(tmp_path, text.replace("a[i] = a[i] + b[i]", "a[i] = a[i] + bogus_name"))
     with pytest.raises(CompileError, match="unknown name 'bogus_name'"):
         tilemlir.lower(kernels[0])
+
+
+def test_a_mutant_rebinding_the_dsl_does_not_outlive_it(tmp_path):
+    """This mutant once turned T.int8 into a symbolic dim for every later test in the session."""
+    int8 = T.int8
+    text = (EXAMPLES / "softmax.py").read_text()
+    assert 'M = T.symbolic("M")' in text
+    with _dsl_restored():
+        _kernels_of(tmp_path, text.replace('M = T.symbolic("M")', 'T.int8 = T.symbolic("M")'))
+        assert T.int8 is not int8  # the mutant did rebind it
+    assert T.int8 is int8
