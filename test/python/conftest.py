@@ -1,7 +1,14 @@
-"""Hermetic caches: every test session compiles into its own disk cache, so one test's
-kernels (or an earlier run's) never answer another test's compile."""
+"""Shared fixtures. Hermetic caches: every test session compiles into its own disk cache, so one
+test's kernels (or an earlier run's) never answer another test's compile. `rng`: a fresh, unseeded
+generator per test (inputs are drawn anew on every run)."""
 
+import numpy as np
 import pytest
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
 
 
 @pytest.fixture(autouse=True, scope="session")

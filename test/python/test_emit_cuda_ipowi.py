@@ -25,11 +25,6 @@ SIGNED = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 C_TYPES = {8: "signed char", 16: "short", 32: "int", 64: "long long"}
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 # -- the emitted text ------------------------------------------------------------------------------
 
 

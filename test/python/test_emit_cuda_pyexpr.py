@@ -25,11 +25,6 @@ from test_emit_cuda import emit_text, kernel_module
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def as_int(value, dtype):
     """`value` as numpy's fixed-width integer of `dtype` holds it (its low bits)."""
     return int(np.array(value % 2**64, dtype=np.uint64).astype(np.dtype(dtype).str.replace("i", "u")).view(dtype))

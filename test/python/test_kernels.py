@@ -24,11 +24,6 @@ def cpu(factory, level, **kwargs):
     return tilemlir.compile(factory.instantiate(**kwargs), target="cpu", level=level)
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("N", [512, 576])
 def test_rmsnorm(level, N, rng):

@@ -45,11 +45,6 @@ def cpu(factory, level, kernel_name, N, max_chunks):
     return kernel
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def rows(rng, N):
     """Rows of mean 0, of mean 1000 (bf16 spacing 4 there: the variance is mostly rounding), of
     mean -300 with spread 4, and of spread 5."""

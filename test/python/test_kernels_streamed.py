@@ -36,11 +36,6 @@ def cpu(factory, level, kernel_name, **kwargs):
     return kernel
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 # max_chunks=1: 4096-column passes. 8192 streams in two whole passes; 8292 ends in a pass of 100.
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("N", [8192, 8292])

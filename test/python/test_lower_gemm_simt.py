@@ -17,11 +17,6 @@ from tilemlir.passes.runner import run_pipeline
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def rel_err(got, want) -> float:
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     assert np.isfinite(got).all(), "output has non-finite elements (unwritten or wrong)"

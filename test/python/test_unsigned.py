@@ -26,11 +26,6 @@ def cpu(fn, level):
     return tilemlir.compile(fn, target="cpu", level=level)
 
 
-@pytest.fixture
-def rng():
-    return np.random.default_rng()
-
-
 def top_half(rng, dtype, shape):
     """Values with the top bit set: read as signed they would all be negative."""
     info = np.iinfo(dtype)
