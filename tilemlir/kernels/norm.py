@@ -213,11 +213,12 @@ STREAM_THREADS = 512
 STREAM_MIN_BLOCKS = 2
 
 
-def _stream_shape(N, dtype, chunks_per_thread):
-    """(C, chunks): the columns one pass holds (STREAM_THREADS x chunks_per_thread 16-byte chunks
-    of input) and the passes over a row."""
+def _stream_shape(N, dtype, chunks_per_thread, min_blocks):
+    """(C, chunks, resident): the columns one pass holds (STREAM_THREADS x chunks_per_thread
+    16-byte chunks of input), the passes over a row, and the blocks per multiprocessor to ask for
+    (the caller's min_blocks, else STREAM_MIN_BLOCKS)."""
     C = streamed_chunk(dtype, chunks_per_thread, STREAM_THREADS)
-    return C, -(-N // C)
+    return C, -(-N // C), STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
 
 
 @T.macro
@@ -316,8 +317,7 @@ def layer_write(src, x, w, b, Src, W, B, Y, row_mean, rstd, bx, chunks):
 
 def _streamed_rmsnorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
+    C, chunks, resident = _stream_shape(N, dtype, max_chunks, min_blocks)
 
     @T.prim_func
     def rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
@@ -339,8 +339,7 @@ def _streamed_rmsnorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, chunks = _stream_shape(N, dtype, max_chunks)
-    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
+    C, chunks, resident = _stream_shape(N, dtype, max_chunks, min_blocks)
 
     @T.prim_func
     def add_rmsnorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
@@ -365,8 +364,7 @@ def _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, chunks = _stream_shape(N, dtype, max(1, max_chunks // 2))
-    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
+    C, chunks, resident = _stream_shape(N, dtype, max(1, max_chunks // 2), min_blocks)
 
     @T.prim_func
     def layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
@@ -395,8 +393,7 @@ def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
 
 def _streamed_add_layernorm(N, dtype, max_chunks, min_blocks):
     M = T.symbolic("M")
-    C, chunks = _stream_shape(N, dtype, max(1, max_chunks // 2))
-    resident = STREAM_MIN_BLOCKS if min_blocks is None else min_blocks
+    C, chunks, resident = _stream_shape(N, dtype, max(1, max_chunks // 2), min_blocks)
 
     @T.prim_func
     def add_layernorm_streamed_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype),
