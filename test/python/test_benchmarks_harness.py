@@ -498,3 +498,19 @@ def test_batch_invariance_flags_row_dependence():
         raise RuntimeError("dim 0 must be 50")
 
     assert measure.batch_invariance(_cpu_impl("t", static_rows), c, inputs, {}, full, "cpu")["ok"] is None
+
+
+def test_sweep_parameters_parse_into_every_combination():
+    import argparse
+
+    from benchmarks import sweep_rows
+
+    assert sweep_rows.parse_param("block_rows=8,16") == ("block_rows", (8, 16))
+    assert sweep_rows.parse_param("hold=bfloat16,none") == ("hold", ("bfloat16", None))
+    for bad in ("block_rows", "=8", "block_rows=", "block_rows=8,,16", "2x=1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="NAME=V1,V2"):
+            sweep_rows.parse_param(bad)
+    variants = sweep_rows.variants_of({"max_chunks": (2, 4), "min_blocks": (None, 3)})
+    assert [sweep_rows.label(v) for v in variants] == [
+        "max_chunks2_min_blocksnone", "max_chunks2_min_blocks3", "max_chunks4_min_blocksnone", "max_chunks4_min_blocks3"]
+    assert dict(variants[1]) == {"max_chunks": 2, "min_blocks": 3}
