@@ -258,6 +258,8 @@ def test_row_config_spreads_rows_by_width():
     (norm.rmsnorm, {"N": "4096"}, "the row width N must be a positive int, got '4096'"),
     (norm.rmsnorm, {"N": True}, "the row width N must be a positive int, got True"),
     (norm.rmsnorm, {"N": 4096, "dtype": "int7"}, "unknown dtype 'int7'"),
+    (quant.quant_row_fp8, {"N": 4096, "hold": "float16"},
+     "hold must be float32 or the input dtype bfloat16, got float16"),
 ])
 def test_bad_factory_arguments_are_named(factory, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -267,3 +269,36 @@ def test_bad_factory_arguments_are_named(factory, kwargs, message):
 def test_elementwise_takes_float64(rng):
     a, b = (rng.standard_normal(1000) for _ in range(2))
     assert np.array_equal(cpu(elementwise.add, "thread", dtype="float64")(a, b), a + b)
+
+
+HELD_ROWS = [  # (factory, number of bf16 row inputs, of bf16 vector inputs, of float32 scalars)
+    (norm.rmsnorm, 1, 1, 1), (norm.add_rmsnorm, 2, 1, 1), (norm.layernorm, 1, 2, 1),
+    (norm.add_layernorm, 2, 2, 1), (quant.quant_row_fp8, 1, 0, 0)]
+
+
+@pytest.mark.parametrize("N", [512, 576, 1000])  # 16-byte chunks, 4-byte chunks, masked chunks
+@pytest.mark.parametrize("factory, rows, vectors, scalars", HELD_ROWS, ids=lambda v: getattr(v, "__name__", None))
+def test_rows_held_in_bf16_match_rows_held_in_float32_bitwise(factory, rows, vectors, scalars, N, rng):
+    """hold='bfloat16' keeps the row in its input dtype and converts at each use: the same float32
+    math on the same exactly converted values, so every output bit matches the float32 hold."""
+    args = [(rng.standard_normal((6, N)) * rng.uniform(0.1, 10, (6, 1))).astype(BF16) for _ in range(rows)]
+    args += [(1 + 0.1 * rng.standard_normal(N)).astype(BF16) for _ in range(vectors)] + [1e-5] * scalars
+    held = cpu(factory, "thread", N=N, hold="bfloat16")(*args)
+    wide = cpu(factory, "thread", N=N)(*args)
+    for got, want in zip(held if isinstance(held, tuple) else (held,), wide if isinstance(wide, tuple) else (wide,)):
+        assert np.isfinite(got.astype(np.float64)).all()
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("factory", [f for f, *_ in HELD_ROWS], ids=lambda f: f.__name__)
+def test_rows_held_in_bf16_compile_to_bf16_registers(factory):
+    source = factory(N=4096, hold="bfloat16").cuda_source()
+    assert "__nv_bfloat16 x[" in source and "float x[" not in source
+
+
+@pytest.mark.parametrize("N, bounds, held", [(4096, "(128)", False), (20000, "(640, 2)", True),
+                                             (32768, "(1024, 2)", True)])
+def test_quant_row_holds_wide_rows_in_bf16_two_blocks_per_multiprocessor(N, bounds, held):
+    source = quant.quant_row_fp8(N).cuda_source()
+    assert f"__launch_bounds__{bounds}" in source
+    assert ("__nv_bfloat16 x[" in source) == held and ("float x[" in source) != held

@@ -76,6 +76,14 @@ class RowConfig:
         return None if wanted is None else max(1, min(wanted, MAX_THREADS_PER_SM // self.threads))
 
 
+def held_dtype(hold, dtype):
+    """The dtype a kernel holds its row in registers: float32 (converted once, at the load) or the
+    input dtype itself (half the registers for 16-bit inputs, converted at each use)."""
+    if T.dtype(hold) not in (T.float32, T.dtype(dtype)):
+        raise ValueError(f"hold must be float32 or the input dtype {T.dtype(dtype)}, got {T.dtype(hold)}")
+    return T.dtype(hold)
+
+
 def element_bytes(dtype) -> int:
     """Bytes per element of `dtype` (a T dtype or its name; a ValueError names the known ones)."""
     return max(1, T.dtype(dtype).bits // 8)

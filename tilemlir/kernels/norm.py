@@ -5,6 +5,10 @@
     layernorm(N)(X, W, B, eps) -> Y            Y = (X - mean) / sqrt(var + eps) * W + B
     add_layernorm(N)(X, R, W, B, eps) -> (Y, H)
 
+`hold` is the dtype a row held in registers is kept in: float32 (converted once, at the load) or
+the input dtype (half the registers, converted at each use; the same float32 math on the same
+values, so the same output bits). Streamed rows keep float32 chunks.
+
 `add_layernorm` is compiled with fast math (see the note above it). The
 weights are copied in just before the loop that uses them, so their
 registers are not live across the row reductions. The fused variants add the
@@ -24,52 +28,56 @@ LayerNorm's update masks those slots explicitly (x - mean is not 0 there).
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, row_config, streamed_chunk, tuned
+from tilemlir.kernels.config import MAX_CHUNKS_PER_THREAD, held_dtype, row_config, streamed_chunk, tuned
 
 
 @T.macro
 def add_residual(x, r, h, i, j):
-    """h = x + r rounded to h's dtype, and x = h: the residual stream the fused kernels return."""
-    h[i, j] = T.cast(x[i, j] + r[i, j], h.dtype)
-    x[i, j] = T.cast(h[i, j], T.float32)
+    """h = x + r (added in float32) rounded to h's dtype, and x = h: the residual stream the fused
+    kernels return."""
+    h[i, j] = T.cast(T.cast(x[i, j], T.float32) + T.cast(r[i, j], T.float32), h.dtype)
+    x[i, j] = T.cast(h[i, j], x.dtype)
 
 
 @T.macro
-def rms_normalize(x, sq, ss, w, W, Y, bx, eps):
-    """Y's rows of block bx = x / sqrt(mean(x^2) + eps) * W, given sq = x^2; ss holds the row scales."""
+def rms_normalize(x, sq, ss, w, y, W, Y, bx, eps):
+    """Y's rows of block bx = x / sqrt(mean(x^2) + eps) * W through y (x itself where x is float32),
+    given sq = x^2; ss holds the row scales."""
     block_M, N = x.shape
     T.reduce_sum(sq, ss, dim=1)
     for i in T.Parallel(block_M):
         ss[i] = T.rsqrt(ss[i] / N + eps)
     T.copy(W, w)
     for i, j in T.Parallel(block_M, N):
-        x[i, j] = x[i, j] * ss[i] * w[j]
-    T.copy(x, Y[bx * block_M, 0])
+        y[i, j] = T.cast(x[i, j], T.float32) * ss[i] * w[j]
+    T.copy(y, Y[bx * block_M, 0])
 
 
 @T.macro
-def layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps):
-    """Y's rows of block bx = (x - mean) / sqrt(var + eps) * W + B (x is centred in place, sq its square)."""
+def layer_normalize(x, sq, mean, rstd, w, b, y, W, B, Y, bx, eps):
+    """Y's rows of block bx = (x - mean) / sqrt(var + eps) * W + B through y (x itself where x is
+    float32); sq holds the centred squares."""
     block_M, N = x.shape
     T.reduce_sum(x, mean, dim=1)
     for i in T.Parallel(block_M):
         mean[i] = mean[i] / N
     for i, j in T.Parallel(block_M, N):
-        x[i, j] = x[i, j] - mean[i]
-        sq[i, j] = x[i, j] * x[i, j]
+        centred = T.cast(x[i, j], T.float32) - mean[i]
+        sq[i, j] = centred * centred
     T.reduce_sum(sq, rstd, dim=1)
     for i in T.Parallel(block_M):
         rstd[i] = T.rsqrt(rstd[i] / N + eps)
     T.copy(W, w)
     T.copy(B, b)
     for i, j in T.Parallel(block_M, N):
-        x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
-    T.copy(x, Y[bx * block_M, 0])
+        y[i, j] = (T.cast(x[i, j], T.float32) - mean[i]) * rstd[i] * w[j] + b[j]
+    T.copy(y, Y[bx * block_M, 0])
 
 
 @tilemlir.jit(out_idx=[2])
-def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
+def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None, hold="float32"):
     M = T.symbolic("M")
+    hold = held_dtype(hold, dtype)
     cfg = row_config(N, dtype, max_chunks)
     if cfg is None:
         return _streamed_rmsnorm(N, dtype, max_chunks, min_blocks)
@@ -80,21 +88,24 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=No
     def rmsnorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                        Y: T.Tensor((M, N), dtype), eps: T.float32):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
-            x = T.alloc_fragment((block_M, N), T.float32)
+            x = T.alloc_fragment((block_M, N), hold)
+            y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
             ss = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            rms_normalize(x, sq, ss, w, W, Y, bx, eps)
+                v = T.cast(x[i, j], T.float32)
+                sq[i, j] = v * v
+            rms_normalize(x, sq, ss, w, y, W, Y, bx, eps)
 
     return rmsnorm_kernel
 
 
 @tilemlir.jit(out_idx=[3, 4])
-def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
+def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None, hold="float32"):
     M = T.symbolic("M")
+    hold = held_dtype(hold, dtype)
     cfg = row_config(N, dtype, max_chunks)
     if cfg is None:
         return _streamed_add_rmsnorm(N, dtype, max_chunks, min_blocks)
@@ -105,9 +116,10 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
     def add_rmsnorm_kernel(X: T.Tensor((M, N), dtype), R: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype),
                            Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype), eps: T.float32):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
-            x = T.alloc_fragment((block_M, N), T.float32)
-            r = T.alloc_fragment((block_M, N), T.float32)
+            x = T.alloc_fragment((block_M, N), hold)
+            r = T.alloc_fragment((block_M, N), hold)
             h = T.alloc_fragment((block_M, N), dtype)
+            y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
             ss = T.alloc_fragment((block_M,), T.float32)
@@ -115,9 +127,10 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
             T.copy(R[bx * block_M, 0], r)
             for i, j in T.Parallel(block_M, N):
                 add_residual(x, r, h, i, j)
-                sq[i, j] = x[i, j] * x[i, j]
+                v = T.cast(x[i, j], T.float32)
+                sq[i, j] = v * v
             T.copy(h, H[bx * block_M, 0])
-            rms_normalize(x, sq, ss, w, W, Y, bx, eps)
+            rms_normalize(x, sq, ss, w, y, W, Y, bx, eps)
 
     return add_rmsnorm_kernel
 
@@ -132,8 +145,9 @@ LAYERNORM_MIN_BLOCKS = 4
 
 
 @tilemlir.jit(out_idx=[3])
-def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
+def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None, hold="float32"):
     M = T.symbolic("M")
+    hold = held_dtype(hold, dtype)
     max_chunks, min_blocks = tuned("layernorm", N, dtype, max_chunks, min_blocks, MAX_CHUNKS_PER_THREAD)
     cfg = row_config(N, dtype, max_chunks)
     if cfg is None:
@@ -145,7 +159,8 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
     def layernorm_kernel(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
                          Y: T.Tensor((M, N), dtype), eps: T.float32):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
-            x = T.alloc_fragment((block_M, N), T.float32)
+            x = T.alloc_fragment((block_M, N), hold)
+            y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
             b = T.alloc_fragment((N,), T.float32)
@@ -154,7 +169,7 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
             if cfg.row_layout is not None:
                 T.annotate_layout({x: cfg.row_layout})
             T.copy(X[bx * block_M, 0], x)
-            layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
+            layer_normalize(x, sq, mean, rstd, w, b, y, W, B, Y, bx, eps)
 
     return layernorm_kernel
 
@@ -168,8 +183,9 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
 # x + r rounded, which fast math does not touch. Plain LayerNorm stays IEEE: fast math made it 2.5-5%
 # slower at 8192 and 4096 columns (48 registers instead of 40: 5 blocks per SM instead of 6).
 @tilemlir.jit(out_idx=[4, 5], fast_math=True)
-def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None):
+def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=None, hold="float32"):
     M = T.symbolic("M")
+    hold = held_dtype(hold, dtype)
     cfg = row_config(N, dtype, max_chunks)
     if cfg is None:
         return _streamed_add_layernorm(N, dtype, max_chunks, min_blocks)
@@ -181,9 +197,10 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
                              B: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype), H: T.Tensor((M, N), dtype),
                              eps: T.float32):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=resident) as bx:
-            x = T.alloc_fragment((block_M, N), T.float32)
-            r = T.alloc_fragment((block_M, N), T.float32)
+            x = T.alloc_fragment((block_M, N), hold)
+            r = T.alloc_fragment((block_M, N), hold)
             h = T.alloc_fragment((block_M, N), dtype)
+            y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
             w = T.alloc_fragment((N,), T.float32)
             b = T.alloc_fragment((N,), T.float32)
@@ -196,7 +213,7 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
             for i, j in T.Parallel(block_M, N):
                 add_residual(x, r, h, i, j)
             T.copy(h, H[bx * block_M, 0])
-            layer_normalize(x, sq, mean, rstd, w, b, W, B, Y, bx, eps)
+            layer_normalize(x, sq, mean, rstd, w, b, y, W, B, Y, bx, eps)
 
     return add_layernorm_kernel
 

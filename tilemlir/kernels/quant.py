@@ -18,6 +18,11 @@ the residual x - q * S does not underflow, i.e. for all but rows whose
 values are within ~2^-100 of zero. An all-zero row (or block) gets a tiny scale instead of 0, so Q is
 0 there instead of NaN.
 
+`hold` (quant_row_fp8) is the dtype the row is kept in registers: float32, converted once at the
+load, or the input dtype, half the registers for bfloat16, converted at each use. Either way the
+same float32 math runs on the same values, so S and Q are the same bits. By default (None) rows
+wider than WIDE_ROW_THREADS threads are held in a 16-bit input dtype, the others in float32.
+
 A row too wide for registers (`row_config` gives None) is read twice, one
 block per row in passes of `STREAM_THREADS` threads x max_chunks 16-byte
 chunks (16384 bf16 elements by default): the first pass folds
@@ -29,7 +34,7 @@ number, so S and Q are bitwise those of the one-pass kernel.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import row_config, streamed_chunk, tuned
+from tilemlir.kernels.config import element_bytes, held_dtype, row_config, streamed_chunk, tuned
 
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
@@ -50,30 +55,47 @@ def fp8_scales(scale, inv_scale, i):
 
 
 @T.macro
-def quantize(x, scale, inv_scale):
-    """x = x / scale row by row, correctly rounded (Markstein: q + (x - q * S) * (1 / S))."""
+def quantize(x, scale, inv_scale, out):
+    """out = x / scale row by row, correctly rounded (Markstein: q + (x - q * S) * (1 / S)); x is
+    read as float32 whatever it is held in, and out may be x itself."""
     rows, cols = x.shape
     for i, j in T.Parallel(rows, cols):
-        q = x[i, j] * inv_scale[i]
-        x[i, j] = T.fma(T.fma(-q, scale[i], x[i, j]), inv_scale[i], q)
+        v = T.cast(x[i, j], T.float32)
+        q = v * inv_scale[i]
+        out[i, j] = T.fma(T.fma(-q, scale[i], v), inv_scale[i], q)
 
 
 # max_chunks=4 by default: 53.7 us against 57.3 us with 2 at 8192 x 8192 (benchmarks/sweep_rows.py on the H200);
 # config.TUNED_ROWS overrides it for widths measured to do better otherwise.
+# A row of more than WIDE_ROW_THREADS threads is held in its 16-bit input dtype, WIDE_ROW_MIN_BLOCKS
+# blocks per multiprocessor (32 registers a thread at 1024 threads, no spill). Held in float32 such
+# a row took 54-56 registers, so one 1024-thread block per multiprocessor, idle through the row's
+# reduction. On the H200, 2048 rows: 78.0 -> 55.6 us at N = 32768, 71.2 -> 49.4 at 28672 (bf16
+# without the cap), 47.0 -> 42.3 at 20000. At 4096-8192 columns bf16 was within 2% either way, so
+# float32 stays there.
+WIDE_ROW_THREADS = 512
+WIDE_ROW_MIN_BLOCKS = 2
+
+
 @tilemlir.jit(out_idx=[1, 2])
-def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
+def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None, hold=None):
     M = T.symbolic("M")
     max_chunks, min_blocks = tuned("quant_row_fp8", N, dtype, max_chunks, min_blocks, 4)
     cfg = row_config(N, dtype, max_chunks)
     if cfg is None:
-        return _quant_row_streamed(N, dtype, max_chunks, min_blocks)
+        return _quant_row_streamed(N, dtype, max_chunks, min_blocks, held_dtype(hold or T.float32, dtype))
     block_M = cfg.block_M
+    if hold is None and cfg.threads > WIDE_ROW_THREADS and element_bytes(dtype) == 2:
+        hold = dtype
+        min_blocks = cfg.min_blocks(min_blocks, WIDE_ROW_MIN_BLOCKS)
+    hold = held_dtype(hold or T.float32, dtype)
 
     @T.prim_func
     def quant_row_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                          S: T.Tensor((M,), T.float32)):
         with T.Kernel(T.ceildiv(M, block_M), threads=cfg.threads, min_blocks=min_blocks) as bx:
-            x = T.alloc_fragment((block_M, N), T.float32)
+            x = T.alloc_fragment((block_M, N), hold)
+            q = T.alloc_fragment((block_M, N), T.float8_e4m3)
             scale = T.alloc_fragment((block_M,), T.float32)
             inv_scale = T.alloc_fragment((block_M,), T.float32)
             if cfg.row_layout is not None:
@@ -82,14 +104,14 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None):
             T.reduce_absmax(x, scale, dim=1)
             for i in T.Parallel(block_M):
                 fp8_scales(scale, inv_scale, i)
-            quantize(x, scale, inv_scale)
-            T.copy(x, Q[bx * block_M, 0])
+            quantize(x, scale, inv_scale, q)
+            T.copy(q, Q[bx * block_M, 0])
             T.copy(scale, S[bx * block_M])
 
     return quant_row_kernel
 
 
-def _quant_row_streamed(N, dtype, max_chunks, min_blocks):
+def _quant_row_streamed(N, dtype, max_chunks, min_blocks, hold):
     """One row per block: an absmax pass over chunks of the row, then a quantizing pass."""
     M = T.symbolic("M")
     chunk = streamed_chunk(dtype, max_chunks, STREAM_THREADS)
@@ -100,7 +122,8 @@ def _quant_row_streamed(N, dtype, max_chunks, min_blocks):
     def quant_row_streamed_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                                   S: T.Tensor((M,), T.float32)):
         with T.Kernel(M, threads=cfg.threads, min_blocks=min_blocks) as bx:
-            x = T.alloc_fragment((1, chunk), T.float32)
+            x = T.alloc_fragment((1, chunk), hold)
+            q = T.alloc_fragment((1, chunk), T.float8_e4m3)
             scale = T.alloc_fragment((1,), T.float32)
             inv_scale = T.alloc_fragment((1,), T.float32)
             T.clear(scale)
@@ -111,34 +134,34 @@ def _quant_row_streamed(N, dtype, max_chunks, min_blocks):
                 fp8_scales(scale, inv_scale, i)
             for k in T.serial(passes):
                 T.copy(X[bx, k * chunk], x)
-                quantize(x, scale, inv_scale)
-                T.copy(x, Q[bx, k * chunk])
+                quantize(x, scale, inv_scale, q)
+                T.copy(q, Q[bx, k * chunk])
             T.copy(scale, S[bx])
 
     return quant_row_streamed_kernel
 
 
 @tilemlir.jit(out_idx=[1, 2])
-def quant_block_fp8(N, dtype="bfloat16"):
-    """One block per (128-column group, BLOCK_ROWS rows) tile: no serial loop, so many tiles are in flight."""
+def quant_block_fp8(N, dtype="bfloat16", block_rows=BLOCK_ROWS, threads=128, min_blocks=None):
+    """One block per (128-column group, block_rows rows) tile: no serial loop, so many tiles are in flight."""
     M = T.symbolic("M")
     groups = T.ceildiv(N, GROUP)
 
     @T.prim_func
     def quant_block_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                            S: T.Tensor((M, groups), T.float32)):
-        with T.Kernel(groups, T.ceildiv(M, BLOCK_ROWS), threads=128) as (bg, bm):
-            x = T.alloc_fragment((BLOCK_ROWS, GROUP), T.float32)
-            scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
-            inv_scale = T.alloc_fragment((BLOCK_ROWS,), T.float32)
-            scale_col = T.alloc_fragment((BLOCK_ROWS, 1), T.float32)
-            T.copy(X[bm * BLOCK_ROWS, bg * GROUP], x)
+        with T.Kernel(groups, T.ceildiv(M, block_rows), threads=threads, min_blocks=min_blocks) as (bg, bm):
+            x = T.alloc_fragment((block_rows, GROUP), T.float32)
+            scale = T.alloc_fragment((block_rows,), T.float32)
+            inv_scale = T.alloc_fragment((block_rows,), T.float32)
+            scale_col = T.alloc_fragment((block_rows, 1), T.float32)
+            T.copy(X[bm * block_rows, bg * GROUP], x)
             T.reduce_absmax(x, scale, dim=1)
-            for i in T.Parallel(BLOCK_ROWS):
+            for i in T.Parallel(block_rows):
                 fp8_scales(scale, inv_scale, i)
                 scale_col[i, 0] = scale[i]
-            quantize(x, scale, inv_scale)
-            T.copy(x, Q[bm * BLOCK_ROWS, bg * GROUP])
-            T.copy(scale_col, S[bm * BLOCK_ROWS, bg])
+            quantize(x, scale, inv_scale, x)
+            T.copy(x, Q[bm * block_rows, bg * GROUP])
+            T.copy(scale_col, S[bm * block_rows, bg])
 
     return quant_block_kernel
