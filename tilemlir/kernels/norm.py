@@ -5,9 +5,11 @@
     layernorm(N)(X, W, B, eps) -> Y            Y = (X - mean) / sqrt(var + eps) * W + B
     add_layernorm(N)(X, R, W, B, eps) -> (Y, H)
 
-`hold` is the dtype a row held in registers is kept in: float32 (converted once, at the load) or
-the input dtype (half the registers, converted at each use; the same float32 math on the same
-values, so the same output bits). Streamed rows keep float32 chunks.
+`hold` is the dtype a row held in registers, and its weights, are kept in: float32 (converted
+once, at the load) or the input dtype (half the registers, converted at each use; the same float32
+math on the same values, so the same output bits). Streamed rows keep float32 chunks. The norms
+default to float32: held in bf16 they were no faster at 4096-8192 columns on the H200, LayerNorm
+up to 6% slower (benchmarks/RESULTS.md, session 4).
 
 `add_layernorm` is compiled with fast math (see the note above it). The
 weights are copied in just before the loop that uses them, so their
@@ -49,7 +51,7 @@ def rms_normalize(x, sq, ss, w, y, W, Y, bx, eps):
         ss[i] = T.rsqrt(ss[i] / N + eps)
     T.copy(W, w)
     for i, j in T.Parallel(block_M, N):
-        y[i, j] = T.cast(x[i, j], T.float32) * ss[i] * w[j]
+        y[i, j] = T.cast(x[i, j], T.float32) * ss[i] * T.cast(w[j], T.float32)
     T.copy(y, Y[bx * block_M, 0])
 
 
@@ -70,7 +72,7 @@ def layer_normalize(x, sq, mean, rstd, w, b, y, W, B, Y, bx, eps):
     T.copy(W, w)
     T.copy(B, b)
     for i, j in T.Parallel(block_M, N):
-        y[i, j] = (T.cast(x[i, j], T.float32) - mean[i]) * rstd[i] * w[j] + b[j]
+        y[i, j] = (T.cast(x[i, j], T.float32) - mean[i]) * rstd[i] * T.cast(w[j], T.float32) + T.cast(b[j], T.float32)
     T.copy(y, Y[bx * block_M, 0])
 
 
@@ -91,7 +93,7 @@ def rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blocks=No
             x = T.alloc_fragment((block_M, N), hold)
             y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
-            w = T.alloc_fragment((N,), T.float32)
+            w = T.alloc_fragment((N,), hold)
             ss = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             for i, j in T.Parallel(block_M, N):
@@ -121,7 +123,7 @@ def add_rmsnorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_block
             h = T.alloc_fragment((block_M, N), dtype)
             y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
-            w = T.alloc_fragment((N,), T.float32)
+            w = T.alloc_fragment((N,), hold)
             ss = T.alloc_fragment((block_M,), T.float32)
             T.copy(X[bx * block_M, 0], x)
             T.copy(R[bx * block_M, 0], r)
@@ -162,8 +164,8 @@ def layernorm(N, dtype="bfloat16", max_chunks=None, min_blocks=None, hold="float
             x = T.alloc_fragment((block_M, N), hold)
             y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
-            w = T.alloc_fragment((N,), T.float32)
-            b = T.alloc_fragment((N,), T.float32)
+            w = T.alloc_fragment((N,), hold)
+            b = T.alloc_fragment((N,), hold)
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
             if cfg.row_layout is not None:
@@ -202,8 +204,8 @@ def add_layernorm(N, dtype="bfloat16", max_chunks=MAX_CHUNKS_PER_THREAD, min_blo
             h = T.alloc_fragment((block_M, N), dtype)
             y = x if hold == T.float32 else T.alloc_fragment((block_M, N), dtype)
             sq = T.alloc_fragment((block_M, N), T.float32)
-            w = T.alloc_fragment((N,), T.float32)
-            b = T.alloc_fragment((N,), T.float32)
+            w = T.alloc_fragment((N,), hold)
+            b = T.alloc_fragment((N,), hold)
             mean = T.alloc_fragment((block_M,), T.float32)
             rstd = T.alloc_fragment((block_M,), T.float32)
             if cfg.row_layout is not None:
