@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.dialects import tile
 from tilemlir.mlir import ir
 
@@ -508,21 +509,18 @@ def _divided(var, stride, size, divisor, is_mod, expr):
 
 def eval_affine(expr: ir.AffineExpr, dims: np.ndarray, symbols: np.ndarray | None = None) -> np.ndarray:
     """Evaluate an affine expression on integer arrays (dims [..., n]; symbols [..., m])."""
-    if isinstance(expr, ir.AffineConstantExpr):
-        return np.full(dims.shape[:-1], expr.value, dtype=np.int64)
-    if isinstance(expr, ir.AffineDimExpr):
-        return dims[..., expr.position].astype(np.int64)
-    if isinstance(expr, ir.AffineSymbolExpr):
-        return symbols[..., expr.position].astype(np.int64)
-    lhs, rhs = eval_affine(expr.lhs, dims, symbols), eval_affine(expr.rhs, dims, symbols)
-    if isinstance(expr, ir.AffineAddExpr):
-        return lhs + rhs
-    if isinstance(expr, ir.AffineMulExpr):
-        return lhs * rhs
-    if isinstance(expr, ir.AffineModExpr):
-        return np.mod(lhs, rhs)
-    if isinstance(expr, ir.AffineFloorDivExpr):
-        return np.floor_divide(lhs, rhs)
-    if isinstance(expr, ir.AffineCeilDivExpr):
-        return -np.floor_divide(-lhs, rhs)
-    raise LayoutError(f"cannot evaluate {expr}")
+    ops = AffineOps(
+        constant=lambda value: np.full(dims.shape[:-1], value, dtype=np.int64),
+        add=np.add,
+        mul=np.multiply,
+        floordiv=np.floor_divide,
+        ceildiv=lambda lhs, rhs: -np.floor_divide(-lhs, rhs),
+        mod=np.mod,
+    )
+    return fold_affine(expr, ops, _columns(dims), _columns(symbols))
+
+
+def _columns(values: np.ndarray | None) -> list[np.ndarray]:
+    if values is None:
+        return []
+    return [values[..., i].astype(np.int64) for i in range(values.shape[-1])]
