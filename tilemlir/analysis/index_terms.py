@@ -27,8 +27,11 @@ would claim that loop runs, which may constrain the symbols).
 
 from __future__ import annotations
 
+import operator
+
 import z3
 
+from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.dialects.tile import constant_int, enclosing
 from tilemlir.mlir import ir
 
@@ -405,26 +408,14 @@ def _gpu_id(kind):
     return handler
 
 
+_Z3_AFFINE = AffineOps(
+    constant=z3.IntVal, add=operator.add, mul=operator.mul, floordiv=floor_div, ceildiv=ceil_div, mod=floor_mod
+)
+
+
 def affine_term(expr: ir.AffineExpr, dims: list, symbols: list):
     """A Z3 term for an affine expression over dim and symbol terms (mod/floordiv: floor semantics)."""
-    if isinstance(expr, ir.AffineConstantExpr):
-        return z3.IntVal(expr.value)
-    if isinstance(expr, ir.AffineDimExpr):
-        return dims[expr.position]
-    if isinstance(expr, ir.AffineSymbolExpr):
-        return symbols[expr.position]
-    lhs, rhs = affine_term(expr.lhs, dims, symbols), affine_term(expr.rhs, dims, symbols)
-    if isinstance(expr, ir.AffineAddExpr):
-        return lhs + rhs
-    if isinstance(expr, ir.AffineMulExpr):
-        return lhs * rhs
-    if isinstance(expr, ir.AffineModExpr):
-        return floor_mod(lhs, rhs)
-    if isinstance(expr, ir.AffineFloorDivExpr):
-        return floor_div(lhs, rhs)
-    if isinstance(expr, ir.AffineCeilDivExpr):
-        return ceil_div(lhs, rhs)
-    raise ValueError(f"unknown affine expression {expr}")
+    return fold_affine(expr, _Z3_AFFINE, dims, symbols)
 
 
 def _affine_results(terms, op):
