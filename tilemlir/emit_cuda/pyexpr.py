@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.emit_cuda import folding, irutil
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.mlir import ir
@@ -329,21 +330,16 @@ class GridTranslator:
                          "(grid extents use + - * floordiv ceildiv mod min max on non-negative values)")
 
 
+_PY_AFFINE = AffineOps(
+    constant=_const,
+    add=_t_add,
+    mul=_t_mul,
+    floordiv=_t_floordiv,
+    ceildiv=lambda a, b: _t_ceildiv(a, b, False),
+    mod=_t_mod,
+)
+
+
 def _affine_term(expr, dims: list[Term], syms: list[Term]) -> Term:
     """An affine expression in Python; affine floordiv/mod are Python's // and %, exactly."""
-    if isinstance(expr, ir.AffineConstantExpr):
-        return _const(expr.value)
-    if isinstance(expr, ir.AffineDimExpr):
-        return dims[expr.position]
-    if isinstance(expr, ir.AffineSymbolExpr):
-        return syms[expr.position]
-    lhs, rhs = _affine_term(expr.lhs, dims, syms), _affine_term(expr.rhs, dims, syms)
-    if isinstance(expr, ir.AffineAddExpr):
-        return _t_add(lhs, rhs)
-    if isinstance(expr, ir.AffineMulExpr):
-        return _t_mul(lhs, rhs)
-    if isinstance(expr, ir.AffineFloorDivExpr):
-        return _t_floordiv(lhs, rhs)
-    if isinstance(expr, ir.AffineCeilDivExpr):
-        return _t_ceildiv(lhs, rhs, False)
-    return _t_mod(lhs, rhs)
+    return fold_affine(expr, _PY_AFFINE, dims, syms)
