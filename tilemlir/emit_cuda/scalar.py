@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 
+from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.conversions import CONVERSIONS
@@ -373,40 +375,52 @@ class ScalarOps:
     # -- affine ----------------------------------------------------------------------------------
     def _affine(self, op: ir.Operation, args: list[CExpr]) -> CExpr:
         amap = ir.AffineMapAttr(op.attributes["map"]).value
-        nonneg = [self.signs.nonneg(v) for v in op.operands]
-        index = ir.IndexType.get()
-        results = [self._affine_walk(e, args, nonneg, amap.n_dims, index)[0] for e in amap.results]
+        operands = [(arg, self.signs.nonneg(v)) for arg, v in zip(args, op.operands)]
+        ops = self._affine_ops()
+        dims, symbols = operands[: amap.n_dims], operands[amap.n_dims :]
+        results = [fold_affine(e, ops, dims, symbols)[0] for e in amap.results]
         if op.name == "affine.apply":
             return results[0]
         fn = "min" if op.name == "affine.min" else "max"
+        index = ir.IndexType.get()
         out = self.typed_int(results[0], index)
         for other in results[1:]:
             out = C.call(fn, out, self.typed_int(other, index))
         return out
 
-    def _affine_walk(self, expr, args, nonneg, n_dims, index) -> tuple[CExpr, bool]:
-        if isinstance(expr, ir.AffineConstantExpr):
-            return C.int_lit(expr.value), expr.value >= 0
-        if isinstance(expr, ir.AffineDimExpr):
-            return args[expr.position], nonneg[expr.position]
-        if isinstance(expr, ir.AffineSymbolExpr):
-            return args[n_dims + expr.position], nonneg[n_dims + expr.position]
-        (a, a_pos), (b, b_pos) = (self._affine_walk(e, args, nonneg, n_dims, index) for e in (expr.lhs, expr.rhs))
-        if isinstance(expr, ir.AffineAddExpr):
-            return C.add(a, b), a_pos and b_pos
-        if isinstance(expr, ir.AffineMulExpr):
-            if b.value == -1:
-                return C.unary("-", a), False
-            return C.mul(a, b), a_pos and b_pos
-        if a_pos and b_pos:
-            if isinstance(expr, ir.AffineFloorDivExpr):
-                return C.div(a, b), True
-            if isinstance(expr, ir.AffineCeilDivExpr):
-                return _ceildiv_nonneg(a, b), True
-            return C.rem(a, b), True
-        self._prelude.helper("division")
-        fn = {ir.AffineFloorDivExpr: "tl_floordiv", ir.AffineCeilDivExpr: "tl_ceildiv"}.get(type(expr), "tl_floormod")
-        return C.call(fn, self.typed_int(a, index), self.typed_int(b, index)), fn == "tl_floormod"
+    def _affine_ops(self) -> AffineOps[_Signed]:
+        """Affine nodes on (C expression, known non-negative): C's `/` and `%` where both operands
+        are non-negative (there they round as floor does), the prelude's floor helpers elsewhere."""
+        return AffineOps(
+            constant=lambda value: (C.int_lit(value), value >= 0),
+            add=lambda a, b: (C.add(a[0], b[0]), a[1] and b[1]),
+            mul=_affine_mul,
+            floordiv=self._affine_division("tl_floordiv", C.div),
+            ceildiv=self._affine_division("tl_ceildiv", _ceildiv_nonneg),
+            mod=self._affine_division("tl_floormod", C.rem),
+        )
+
+    def _affine_division(self, helper: str, nonneg_form: Callable[[CExpr, CExpr], CExpr]):
+        index = ir.IndexType.get()
+
+        def divide(lhs: _Signed, rhs: _Signed) -> _Signed:
+            (a, a_pos), (b, b_pos) = lhs, rhs
+            if a_pos and b_pos:
+                return nonneg_form(a, b), True
+            self._prelude.helper("division")
+            return C.call(helper, self.typed_int(a, index), self.typed_int(b, index)), helper == "tl_floormod"
+
+        return divide
+
+
+_Signed = tuple[CExpr, bool]  # a C expression, and whether it is known to be non-negative
+
+
+def _affine_mul(lhs: _Signed, rhs: _Signed) -> _Signed:
+    (a, a_pos), (b, b_pos) = lhs, rhs
+    if b.value == -1:
+        return C.unary("-", a), False
+    return C.mul(a, b), a_pos and b_pos
 
 
 def _ceildiv_nonneg(a: CExpr, b: CExpr) -> CExpr:
