@@ -785,8 +785,8 @@ def test_an_unlowered_gemm_is_a_located_error():
      r"u.py:5:2: error: 'tile.fill' must be lowered before CUDA emission"),
     ('      %q = memref.alloca() : memref<4xf32, "fragment"> loc("u.py":6:2)',
      r"u.py:6:2: error: 'memref.alloca' in memory space \"fragment\""),
-    ('      %o = arith.constant 1 : i32\n      %b = arith.constant 1 : i1\n'
-     '      %s, %p = gpu.shuffle xor %b, %o, %o : i1 loc("u.py":7:2)', r"u.py:7:2: error: gpu.shuffle of i1"),
+    ('      %o = arith.constant 1 : i32\n      %b = arith.constant 1.0 : f8E4M3FN\n'
+     '      %s, %p = gpu.shuffle xor %b, %o, %o : f8E4M3FN loc("u.py":7:2)', r"u.py:7:2: error: gpu.shuffle of f8E4M3FN"),
     ('      %v = memref.load %Y[%bx, %tx] : memref<?x64xf32>\n'
      '      %s = memref.subview %Y[0, 0][1, 4][1, 1] : memref<?x64xf32> to memref<1x4xf32, strided<[64, 1]>> loc("u.py":8:2)',
      r"u.py:8:2: error: 'memref.subview' is not supported"),

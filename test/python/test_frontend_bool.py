@@ -3,13 +3,16 @@
 docs/language.md ("Numeric rules", bools): `& | ^`, `*` (and), `~` (not), T.max / T.min (or / and),
 abs / floor / ceil and comparisons (False < True) give numpy's bool; a bool with an integer or float is
 that type (False/True are 0/1); `+ - / // % ** << >>`, unary `-`, the float functions and the tile ops
-that add or compare values (T.reduce_*, T.atomic_add, T.gemm) are refused on bools at the file:line:col.
+that add bools (T.reduce_sum into a bool, T.atomic_add, T.gemm) are refused at the file:line:col.
+T.reduce_max / T.reduce_min of bools are any / all, and a sum into an integer counts.
 The kernels run on the CPU backend at tile level and at thread level against numpy on the same random
 inputs (outputs poisoned with the opposite or an impossible value), and their CUDA source compiles with
 NVRTC.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -231,12 +234,14 @@ def test_augmented_assignment_on_a_bool_local_is_a_located_error(tmp_path):
 
 
 TILE_OPS_REFUSED = [
-    ("T.reduce_max(@@f, s, dim=1)", "T.reduce_max is not defined on bool values ('f' is bool): convert them first, "
-                                    "e.g. t[i, j] = T.cast(f[i, j], T.int32) in T.Parallel into an int32 fragment t, "
-                                    "and reduce t"),
-    ("T.reduce_sum(@@f, s)", "T.reduce_sum is not defined on bool values ('f' is bool): convert them first, "
-                             "e.g. t[i, j] = T.cast(f[i, j], T.int32) in T.Parallel into an int32 fragment t, "
-                             "and reduce t"),
+    ("T.reduce_sum(f, @@s, dim=1)", "T.reduce_sum into a bool destination is not defined ('s' is bool): a sum of "
+                                    "bools counts them; reduce into an integer fragment (e.g. int32), or write "
+                                    "T.reduce_max(f, s) for 'any'"),
+    ("T.reduce_abssum(f, @@s)", "T.reduce_abssum into a bool destination is not defined ('s' is bool): a sum of "
+                                "bools counts them; reduce into an integer fragment (e.g. int32), or write "
+                                "T.reduce_max(f, s) for 'any'"),
+    ("T.reduce_max(f, @@h)", "dtype mismatch in T.reduce_max: 'f' is bool but dst 'h' is float32; a bool reduces "
+                             "into a bool or an integer dst"),
     ("T.atomic_add(@@B[bx, 0], f)", "T.atomic_add is not defined on bool tensors ('B' is bool): add into an int32 "
                                     "tensor, converting with T.cast(x, T.int32)"),
     ("T.gemm(@@f, g, c)", "T.gemm is not defined on bool tiles ('f' is bool): convert them first, e.g. into float16 "
@@ -246,7 +251,7 @@ TILE_OPS_REFUSED = [
 
 @pytest.mark.parametrize("statement, expected", TILE_OPS_REFUSED, ids=[s.split("(")[0] for s, _ in TILE_OPS_REFUSED])
 def test_tile_ops_on_bools_are_located_errors(tmp_path, statement, expected):
-    """Reductions of bool fragments used to give wrong values (max/min as signed i1, sum wrapping)."""
+    """A sum into a bool (numpy's or, but Python's count) and float destinations are refused, as are atomics and gemm."""
     err = frontend_error(tmp_path, f"""
         @tilemlir.jit
         def k(B: T.Tensor((M, 128), T.bool), O: T.Tensor((M, 4), T.bool)):
@@ -255,10 +260,79 @@ def test_tile_ops_on_bools_are_located_errors(tmp_path, statement, expected):
                 g = T.alloc_fragment((128, 4), T.bool)
                 c = T.alloc_fragment((4, 4), T.bool)
                 s = T.alloc_fragment((4,), T.bool)
+                h = T.alloc_fragment((4,), T.float32)
                 T.copy(B[bx, 0], f)
                 {statement}
     """)
     assert message(err) == expected
+
+
+# -- reductions of bools: max is any, min is all (numpy's max/min of bools), a sum into an integer counts ---------
+
+REDUCTIONS = [  # (statement, output dtype, numpy over the (4, N) bool rows)
+    ("T.reduce_max(a, o, dim=1)", "bool", lambda x: x.max(1)),
+    ("T.reduce_min(a, o, dim=1)", "bool", lambda x: x.min(1)),
+    ("T.reduce_absmax(a, o, dim=1)", "bool", lambda x: np.abs(x).max(1)),
+    ("T.reduce_max(a, o)", "int32", lambda x: x.max(1).astype(np.int32)),
+    ("T.reduce_min(a, o)", "uint8", lambda x: x.min(1).astype(np.uint8)),
+    ("T.reduce_sum(a, o, dim=1)", "int32", lambda x: x.sum(1, dtype=np.int32)),
+    ("T.reduce_abssum(a, o)", "int64", lambda x: x.sum(1, dtype=np.int64)),
+]
+
+
+def reduction_kernel(tmp_path, statement, out_dtype, space, block=1024):
+    """`statement` over a (4, block) bool buffer holding the (4, N) input (the padding columns must not count);
+    `clear=False` then folds a second reduction of the same rows into `o`."""
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit
+        def reduce_bools(X: T.Tensor((4, N), T.bool), O: T.Tensor((4,), T.{out_dtype}),
+                         P: T.Tensor((4,), T.{out_dtype})):
+            with T.Kernel(1, threads=128):
+                a = T.alloc_{space}((4, {block}), T.bool)
+                o = T.alloc_fragment((4,), T.{out_dtype})
+                T.copy(X[0, 0], a)
+                {statement}
+                T.copy(o, O)
+                {statement[:-1]}, clear=False)
+                T.copy(o, P)
+    """)
+    return module.reduce_bools
+
+
+def bool_rows(rng, n):
+    """Four rows: random, all True but one, all False but one, all False (a row of each any/all answer)."""
+    rows = rng.random((4, n)) < 0.5
+    rows[1], rows[2], rows[3] = True, False, False
+    rows[1, rng.integers(n)] = False
+    rows[2, rng.integers(n)] = True
+    return rows
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("space", ["fragment", "shared"])
+@pytest.mark.parametrize("statement, out_dtype, ref", REDUCTIONS, ids=[f"{s.split('(')[0]}-{d}" for s, d, _ in REDUCTIONS])
+def test_reductions_of_bools_match_numpy(tmp_path, rng, level, space, statement, out_dtype, ref):
+    """Fragments reduce across threads (shuffles and a shared exchange at thread level), shared buffers serially."""
+    x = bool_rows(rng, 1000)
+    kernel = tilemlir.compile(reduction_kernel(tmp_path, statement, out_dtype, space), target="cpu", level=level)
+    want = ref(x)
+    twice = want + want if statement.startswith(("T.reduce_sum", "T.reduce_abssum")) else want
+    o, p = (~want, ~twice) if out_dtype == "bool" else (np.full(4, 77, out_dtype), np.full(4, 77, out_dtype))
+    kernel(x, o, p)
+    assert o.tolist() == want.tolist(), (o, want)
+    assert p.tolist() == twice.tolist(), (p, twice)
+
+
+def test_cuda_source_of_bool_reductions_compiles(tmp_path):
+    """bool partials cross lanes as an int (CUDA's __shfl_xor_sync has no bool overload), and every lane runs
+    each shuffle: none sits on the right of a short-circuit `&&` / `||` (bool max is `||`, min `&&`)."""
+    from test_unsigned import emitted_cuda, nvrtc_compiles
+
+    for statement, out_dtype, _ in REDUCTIONS:
+        emitted = emitted_cuda(reduction_kernel(tmp_path, statement, out_dtype, "fragment"))
+        assert "__shfl_xor_sync" in emitted.source, statement
+        assert not re.search(r"(&&|\|\||\?)[^;]*__shfl", emitted.source), statement
+        nvrtc_compiles(emitted)
 
 
 # -- CUDA: the accepted operators compile ------------------------------------------------------------------------

@@ -35,7 +35,8 @@ MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
-_NARROW_INTS = frozenset({"signed char", "short"})  # shuffled as int: the low bits come back unchanged
+# Shuffled as int (no __shfl_*_sync overload takes them): the low bits come back unchanged.
+_NARROW_INTS = frozenset({"signed char", "short", "bool"})
 _ID_VARS = {"gpu.thread_id": ("t", "threadIdx"), "gpu.block_id": ("b", "blockIdx"), "gpu.grid_dim": ("grid_", "gridDim")}
 
 

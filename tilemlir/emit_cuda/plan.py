@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import irutil
+from tilemlir.emit_cuda.scalar import BOOL_SHORT_CIRCUIT
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
 
@@ -200,7 +201,7 @@ def _conditional_operand(user: ir.Operation, operand: int) -> bool:
     """Whether C evaluates this operand only sometimes (`?:` branches, right side of `&&`/`||`)."""
     if user.name == "arith.select":
         return operand > 0
-    if user.name in ("arith.andi", "arith.ori") and operand == 1:
+    if user.name in BOOL_SHORT_CIRCUIT and operand == 1:
         type_ = user.results[0].type
         return isinstance(type_, ir.IntegerType) and type_.width == 1
     return False

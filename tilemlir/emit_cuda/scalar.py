@@ -77,6 +77,12 @@ def _with_point(text: str) -> str:
     return text if any(c in text for c in ".eEn") else text + ".0"
 
 
+# The i1 ops written as C's `&&` / `||`, whose right side runs only sometimes. Read as unsigned, False <
+# True (max is or, min is and); read as signed, True is -1 (max is and, min is or).
+BOOL_SHORT_CIRCUIT = {"arith.andi": "&&", "arith.minui": "&&", "arith.maxsi": "&&",
+                      "arith.ori": "||", "arith.maxui": "||", "arith.minsi": "||"}
+
+
 class ScalarOps:
     def __init__(self, types: CTypes, signs: Signs, prelude: Prelude, fast_math: bool):
         self.types = types
@@ -362,10 +368,8 @@ class ScalarOps:
         return C.call(fn, self.typed_int(a, type_), self.typed_int(b, type_))
 
     def _bool_binary(self, name: str, a: CExpr, b: CExpr) -> CExpr:
-        if name == "arith.andi":
-            return C.binary("&&", a, b)
-        if name == "arith.ori":
-            return C.binary("||", a, b)
+        if name in BOOL_SHORT_CIRCUIT:
+            return C.binary(BOOL_SHORT_CIRCUIT[name], a, b)
         if name == "arith.xori":
             if b.text == "true":
                 return C.unary("!", a)

@@ -295,12 +295,11 @@ class TileOpsMixin:
         if not -src.rank <= dim < src.rank:
             raise KernelError(f"{what}: dim {dim} is out of range for the rank-{src.rank} '{src.name}'", args.node_of("dim"))
         dim %= src.rank
-        if src.dtype.kind == "bool":
-            at = ", ".join("ijklmn"[: src.rank])
+        if src.dtype.kind == "bool" and dst.dtype.kind == "bool" and name in ("reduce_sum", "reduce_abssum"):
             raise KernelError(
-                f"{what} is not defined on bool values ('{src.name}' is bool): convert them first, e.g. "
-                f"t[{at}] = T.cast({src.name}[{at}], T.int32) in T.Parallel into an int32 fragment t, and reduce t",
-                args.node_of("src"),
+                f"{what} into a bool destination is not defined ('{dst.name}' is bool): a sum of bools counts them; "
+                f"reduce into an integer fragment (e.g. int32), or write T.reduce_max({src.name}, {dst.name}) for 'any'",
+                args.node_of("dst"),
             )
         expected = tuple(s for i, s in enumerate(src.shape) if i != dim) or (1,)
         if tuple(dst.shape) != expected:
@@ -309,7 +308,13 @@ class TileOpsMixin:
                 f"{format_shape(expected)}, but dst '{dst.name}' is {format_shape(dst.shape)}",
                 args.node_of("dst"),
             )
-        if not self.widens(src.dtype, dst.dtype):
+        if src.dtype.kind == "bool" and not (dst.dtype.kind == "bool" or scalars.is_integer(dst.dtype)):
+            raise KernelError(
+                f"dtype mismatch in {what}: '{src.name}' is bool but dst '{dst.name}' is {dst.dtype}; a bool reduces "
+                "into a bool or an integer dst",
+                args.node_of("dst"),
+            )
+        if src.dtype.kind != "bool" and not self.widens(src.dtype, dst.dtype):
             raise KernelError(
                 f"dtype mismatch in {what}: '{src.name}' is {src.dtype} but dst '{dst.name}' is {dst.dtype}; the dst "
                 "must have the same type or a wider one of the same kind (an unsigned src may also go into a wider "

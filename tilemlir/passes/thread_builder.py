@@ -210,20 +210,20 @@ class Builder:
         return self.op(conversion_op(value.type, to, src_unsigned, dst_unsigned), [value], [to]).result
 
     def absolute(self, value: ir.Value, unsigned: bool = False) -> ir.Value:
-        """|value|; an unsigned integer is its own absolute value."""
-        if unsigned and isinstance(value.type, ir.IntegerType):
+        """|value|; an unsigned integer or a bool is its own absolute value."""
+        if isinstance(value.type, ir.IntegerType) and (unsigned or value.type.width == 1):
             return value
         name = "math.absf" if isinstance(value.type, ir.FloatType) else "math.absi"
         return self.op(name, [value], [value.type]).result
 
     def combine(self, kind: str, a: ir.Value, b: ir.Value, unsigned: bool = False) -> ir.Value:
         """a (+) b for a reduction kind (abs kinds combine partial results: sum or max); `unsigned`
-        compares integers as unsigned."""
+        compares integers as unsigned, as bools (i1) always compare: False < True, so max is or, min is and."""
         if isinstance(a.type, ir.FloatType):
             name = {"sum": "arith.addf", "abssum": "arith.addf", "max": "arith.maximumf",
                     "absmax": "arith.maximumf", "min": "arith.minimumf"}[kind]
         else:
-            name = int_combine_op(kind, unsigned)
+            name = int_combine_op(kind, unsigned or a.type.width == 1)
         return self.op(name, [a, b], [a.type]).result
 
     def select(self, condition: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:

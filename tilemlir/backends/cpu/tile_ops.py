@@ -105,8 +105,10 @@ def reduce_identity(kind: str, element: ir.Type, unsigned: bool = False) -> ir.V
 
 def reduce_combine(kind: str, acc: ir.Value, value: ir.Value, unsigned: bool = False) -> ir.Value:
     """acc (+) f(value) for reduction `kind`; floats max/min ignore NaN like CUDA's fmaxf/fminf;
-    `unsigned` integers compare as unsigned and are their own absolute value."""
+    `unsigned` integers compare as unsigned and are their own absolute value, as bools (i1) always do:
+    False < True makes max `or` and min `and`, numpy's max/min of bools."""
     floating = b.is_float(acc.type)
+    unsigned = unsigned or acc.type == ir.IntegerType.get_signless(1)
     if kind.startswith("abs") and (floating or not unsigned):
         value = math_dialect.absf(value) if floating else math_dialect.absi(value)
     if not floating:
