@@ -162,6 +162,75 @@ def test_bool_kernel_parameters_and_loop_carried_locals(tmp_path, level):
                 assert out.tolist() == [int(w) for w in want], (p, q, count, out)
 
 
+# -- compile-time bools: the same results as run-time ones (numpy's, not Python's ~True == -2) ------------------
+
+# (expression over bools p, q; output kind; numpy over np.bool_ P, Q)
+CONSTANT_RESULTS = [
+    ("~p", "b", lambda p, q: ~p),
+    ("~p & q", "b", lambda p, q: ~p & q),
+    ("p * q", "b", lambda p, q: p * q),
+    ("p ^ ~q", "b", lambda p, q: p ^ ~q),
+    ("p | q", "b", lambda p, q: p | q),
+    ("+p", "b", lambda p, q: p),  # numpy has no unary + on bools; the kernel gives the bool back
+    ("T.max(p, q)", "b", lambda p, q: np.maximum(p, q)),
+    ("min(p, q, True)", "b", lambda p, q: np.minimum(p, q)),
+    ("abs(~p)", "b", lambda p, q: np.abs(~p)),
+    ("T.floor(~q)", "b", lambda p, q: np.floor(~q)),
+    ("T.ceil(q)", "b", lambda p, q: np.ceil(q)),
+    ("~(p < q)", "b", lambda p, q: ~(p < q)),
+    ("~p + 1", "i", lambda p, q: (~p) + 1),
+    ("(~q) * 5", "i", lambda p, q: (~q) * 5),
+    ("p - 2", "i", lambda p, q: p - 2),
+    ("T.max(~p, 3)", "i", lambda p, q: np.maximum(~p, 3)),
+    ("min(~q, -1)", "i", lambda p, q: np.minimum(~q, -1)),
+    ("abs(~p - 3)", "i", lambda p, q: np.abs((~p) - 3)),
+    ("2 ** ~q", "i", lambda p, q: 2 ** (~q)),
+    ("(~p) * 2.5", "f", lambda p, q: (~p) * 2.5),
+    ("T.max(~q, 0.5)", "f", lambda p, q: np.maximum(~q, 0.5)),
+]
+
+
+def constant_kernel(tmp_path, p=None, q=None):
+    """The rows above with p and q run-time kernel parameters (p=None) or compile-time constants."""
+    rows = {kind: [expr for expr, k, _ in CONSTANT_RESULTS if k == kind] for kind in "bif"}
+    stores = "\n".join(f"                O{kind.upper()}[{j}] = {expr}" for kind in "bif" for j, expr in enumerate(rows[kind]))
+    params = "p: T.bool, q: T.bool, " if p is None else ""
+    constants = "" if p is None else f"p = {p}\n                q = {q}"
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit
+        def constants({params}OB: T.Tensor(({len(rows["b"])},), T.bool), OI: T.Tensor(({len(rows["i"])},), T.int32),
+                      OF: T.Tensor(({len(rows["f"])},), T.float32)):
+            with T.Kernel(1, threads=32) as bx:
+                {constants}
+{stores}
+    """)
+    return module.constants
+
+
+def run_constants(kernel, *flags):
+    rows = {kind: [ref for _, k, ref in CONSTANT_RESULTS if k == kind] for kind in "bif"}
+    out = {"b": np.zeros(len(rows["b"]), bool), "i": np.full(len(rows["i"]), -77, np.int32),
+           "f": np.full(len(rows["f"]), np.nan, np.float32)}
+    kernel(*flags, out["b"], out["i"], out["f"])
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_compile_time_bools_fold_as_run_time_bools_compute(tmp_path, level):
+    """`p = True` in the kernel folds to what the kernel computes when p is a run-time bool, and to numpy."""
+    run_time = tilemlir.compile(constant_kernel(tmp_path), target="cpu", level=level)
+    for p in (False, True):
+        for q in (False, True):
+            folded = run_constants(tilemlir.compile(constant_kernel(tmp_path, p, q), target="cpu", level=level))
+            computed = run_constants(run_time, p, q)
+            for kind in "bif":
+                table = [(expr, ref) for expr, k, ref in CONSTANT_RESULTS if k == kind]
+                for j, (expr, ref) in enumerate(table):
+                    want = ref(np.bool_(p), np.bool_(q))
+                    assert computed[kind][j] == want, ("run time", expr, p, q, computed[kind][j], want)
+                    assert folded[kind][j] == want, ("compile time", expr, p, q, folded[kind][j], want)
+
+
 # -- refused operators: a located error naming the operator and the bool type ---------------------------------
 
 REFUSED = [
@@ -194,11 +263,23 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("where", ["parallel", "scalar"])
+@pytest.mark.parametrize("where", ["parallel", "scalar", "compile-time"])
 @pytest.mark.parametrize("expression, expected", REFUSED, ids=[e for e, _ in REFUSED])
 def test_refused_operators_are_located_errors(tmp_path, where, expression, expected):
-    """In T.Parallel on a fragment and a global element, and on scalar kernel parameters."""
-    if where == "parallel":
+    """In T.Parallel on a fragment and a global element, on scalar kernel parameters, and on compile-time
+    bools (Python would count with them: True + True == 2)."""
+    if where == "compile-time" and "X[" in expression:
+        pytest.skip("a run-time operand")
+    if where == "compile-time":
+        source = f"""
+            @tilemlir.jit
+            def k(X: T.Tensor((M, 128), T.float32), O: T.Tensor((M,), T.float32)):
+                with T.Kernel(M, threads=128) as bx:
+                    a = True
+                    b = False
+                    O[bx] = T.cast({expression}, T.float32)
+        """
+    elif where == "parallel":
         source = f"""
             @tilemlir.jit
             def k(X: T.Tensor((M, 128), T.float32), B: T.Tensor((M, 128), T.bool), O: T.Tensor((M, 128), T.float32)):
@@ -341,7 +422,8 @@ def test_cuda_source_of_bool_reductions_compiles(tmp_path):
 def test_cuda_source_of_the_bool_kernels_compiles(tmp_path):
     from test_unsigned import emitted_cuda, nvrtc_compiles
 
-    for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path)):
+    for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path), constant_kernel(tmp_path)):
         emitted = emitted_cuda(kernel)
         assert "bool" in [p.dtype for p in emitted.signature.params]
         nvrtc_compiles(emitted)
+    nvrtc_compiles(emitted_cuda(constant_kernel(tmp_path, True, False)))

@@ -42,8 +42,18 @@ class CallArgs:
         return self.nodes.get(name, self.node)
 
 
+def _fold_bools(name: str, args: list) -> bool:
+    """Compile-time value of a T math function on Python bools only, as the run-time code computes it:
+    numpy's max / min of bools (or / and), abs / floor / ceil give the bool back, the rest are errors."""
+    scalars.refuse_bool_function(name)
+    if name in ("max", "min"):
+        return getattr(builtins, name)(args)
+    return args[0]
+
+
 def _python_fold(name: str, args: list) -> Any:
-    """Compile-time value of a T math function on Python numbers."""
+    """Compile-time value of a T math function on Python numbers (a bool among others is 0 or 1)."""
+    args = [int(a) if isinstance(a, bool) else a for a in args]
     if name in ("max", "min"):
         return getattr(builtins, name)(*args)
     if name == "abs":
@@ -210,6 +220,8 @@ class CallMixin:
             raise KernelError(f"{what}() needs at least two operands, got {len(values)}", node)
         if arity is not None and len(values) != arity:
             raise KernelError(f"{what}() takes {arity} argument{'s' if arity > 1 else ''}, got {len(values)}", node)
+        if all(isinstance(v, bool) for v in values):
+            return _fold_bools(name, values)
         if not any(is_dynamic(v) for v in values):
             try:
                 return _python_fold(name, values)
@@ -269,7 +281,9 @@ class CallMixin:
         args = self.bind_call("T.ceildiv", node, ["a", "b"])
         a, b = self.arg(args, "a"), self.arg(args, "b")
         if not is_dynamic(a) and not is_dynamic(b):
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)):
+            if isinstance(a, bool) or isinstance(b, bool):
+                raise scalars.ceildiv_type_error(T.bool)
+            if not all(isinstance(v, int) for v in (a, b)):
                 raise KernelError(f"T.ceildiv needs integers, got {a!r} and {b!r}")
             if b == 0:
                 raise KernelError("T.ceildiv by zero")

@@ -34,6 +34,13 @@ _BINARY = {
     ast.RShift: (">>", operator.rshift),
 }
 
+_UNARY = {
+    ast.USub: ("unary -", operator.neg),
+    ast.UAdd: ("unary +", operator.pos),
+    ast.Not: ("not", operator.not_),
+    ast.Invert: ("~", operator.invert),
+}
+
 _COMPARE = {
     ast.Eq: ("==", operator.eq),
     ast.NotEq: ("!=", operator.ne),
@@ -200,7 +207,10 @@ class ExprMixin:
         return scalars.binary(symbol, a, b)
 
     def fold(self, python_op, symbol: str, *args) -> Any:
-        """Apply a Python operator to compile-time values; its exceptions become located errors."""
+        """Apply a Python operator to compile-time values; its exceptions become located errors. On bools
+        only, the operator is the one run-time bools compute (`scalars.bool_fold`)."""
+        if args and all(isinstance(a, bool) for a in args):
+            python_op = scalars.bool_fold(symbol, python_op)
         try:
             return python_op(*args)
         except Exception as exc:
@@ -210,8 +220,8 @@ class ExprMixin:
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         value = self.eval(node.operand)
         if not is_dynamic(value):
-            python_op = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
-            return self.fold(python_op[type(node.op)], type(node.op).__name__, value)
+            symbol, python_op = _UNARY[type(node.op)]
+            return self.fold(python_op, symbol, value)
         if isinstance(node.op, ast.Not):
             return scalars.logical_not(scalars.truth(self.operand(value, "`not`"), "the operand of `not`"))
         operand = self.operand(value, "a unary operator")

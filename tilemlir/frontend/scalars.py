@@ -9,6 +9,7 @@ numeric rules are those of docs/language.md.
 from __future__ import annotations
 
 import math as pymath
+import operator
 
 from tilemlir import language as T
 from tilemlir.analysis.signedness import int_attr
@@ -162,6 +163,32 @@ def _bool_operator_error(op: str) -> KernelError:
     hint = _BOOL_HINTS.get(op, f"convert them first, e.g. T.cast(a, T.int32) {op} T.cast(b, T.int32)")
     named = "'**' (T.pow)" if op == "**" else f"'{op}'"
     return KernelError(f"{named} is not defined on bool operands: {hint}")
+
+
+def _bool_negate_error() -> KernelError:
+    return KernelError(
+        "unary '-' is not defined on a bool operand: write `not x` (or ~x) for logical negation, or -T.cast(x, T.int32)"
+    )
+
+
+_BOOL_FOLDS = {"&": operator.and_, "|": operator.or_, "^": operator.xor, "~": operator.not_}
+
+
+def bool_fold(op: str, python_op):
+    """The Python function that folds `op` on compile-time bools (all operands Python bools) to what the
+    run-time code computes: numpy's bool results, and the same errors (Python's `~True` is -2, `True + True`
+    is 2). `op` is a binary operator, a comparison, or one of the unary `~ - + not`."""
+    if op in _BOOL_LOGICAL:
+        return _BOOL_FOLDS[_BOOL_LOGICAL[op]]
+    if op in _BOOL_FOLDS:
+        return _BOOL_FOLDS[op]
+    if op == "unary -":
+        raise _bool_negate_error()
+    if op == "unary +":
+        return lambda value: value
+    if op in ("+", "-", "/", "//", "%", "**", "<<", ">>"):
+        raise _bool_operator_error(op)
+    return python_op
 
 
 def common_dtype(*values) -> DType:
@@ -319,10 +346,7 @@ def compare(op: str, a, b) -> Scalar:
 def negate(a: Scalar) -> Scalar:
     dtype = compute_dtype(a.dtype)
     if dtype.kind == "bool":
-        raise KernelError(
-            "unary '-' is not defined on a bool operand: write `not x` (or ~x) for logical negation, "
-            "or -T.cast(x, T.int32)"
-        )
+        raise _bool_negate_error()
     a = convert(a, dtype)
     known = _float_constant(a)
     if known is not None:
@@ -401,11 +425,30 @@ _UNARY_FLOAT = {
 UNARY_FUNCTIONS = (*_UNARY_FLOAT, "sigmoid", "abs")
 
 
+def _bool_function_error(what: str) -> KernelError:
+    return KernelError(f"{what} is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)")
+
+
+def _fma_type_error(dtype: DType) -> KernelError:
+    return KernelError(f"T.fma needs float operands, got {dtype}: convert them first, e.g. T.cast(x, T.float32)")
+
+
+def refuse_bool_function(name: str) -> None:
+    """Raise the error the run-time code gives for T.`name` on bool operands only; the functions defined on
+    bools (max, min, abs, floor, ceil) pass."""
+    if name == "pow":
+        raise _bool_operator_error("**")
+    if name == "fma":
+        raise _fma_type_error(T.bool)
+    if name == "sigmoid" or (name in _UNARY_FLOAT and name not in ("floor", "ceil")):
+        raise _bool_function_error(f"T.{name}")
+
+
 def float_operand(a, what: str) -> Scalar:
     """A float Scalar to apply the float function `what` to: ints become float32, fp8 float32."""
     a = as_scalar(a)
     if a.dtype.kind == "bool":
-        raise KernelError(f"{what} is not defined on a bool operand: convert it first, e.g. T.cast(x, T.float32)")
+        raise _bool_function_error(what)
     dtype = compute_dtype(a.dtype) if a.dtype.is_float else T.float32
     return convert(a, dtype)
 
@@ -457,7 +500,7 @@ def extremum(name: str, values: list) -> Scalar:
 def fma(a, b, c) -> Scalar:
     dtype = common_dtype(a, b, c)
     if not dtype.is_float:
-        raise KernelError(f"T.fma needs float operands, got {dtype}: convert them first, e.g. T.cast(x, T.float32)")
+        raise _fma_type_error(dtype)
     x, y, z = (convert(as_scalar(v, dtype), dtype) for v in (a, b, c))
     return Scalar(mmath.FmaOp(x.value, y.value, z.value).result, dtype)
 
@@ -473,11 +516,15 @@ def power(a, b) -> Scalar:
     return Scalar(mmath.PowFOp(x.value, y.value).result, dtype)
 
 
+def ceildiv_type_error(dtype: DType) -> KernelError:
+    return KernelError(f"T.ceildiv needs integer operands, got {dtype}: convert them first, e.g. T.cast(x, T.int32)")
+
+
 def ceildiv(a, b) -> Scalar:
     """ceil(a / b) on integers (arith.ceildivui on index values, dims being non-negative)."""
     dtype = common_dtype(a, b)
     if not is_integer(dtype):
-        raise KernelError(f"T.ceildiv needs integer operands, got {dtype}: convert them first, e.g. T.cast(x, T.int32)")
+        raise ceildiv_type_error(dtype)
     x, y = (convert(as_scalar(v, dtype), dtype) for v in (a, b))
     op = arith.CeilDivUIOp if dtype.kind in ("index", "uint") else arith.CeilDivSIOp
     ea, eb = _expr(a), _expr(b)
