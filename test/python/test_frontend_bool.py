@@ -416,13 +416,90 @@ def test_cuda_source_of_bool_reductions_compiles(tmp_path):
         nvrtc_compiles(emitted)
 
 
+# -- T.fill and element stores into bools: True/False, 0/1, or T.cast (int to bool is != 0) ------------------------
+
+
+def fill_kernel(tmp_path, block=128):
+    """Bool fragments filled with literals, a run-time bool, and T.cast of an int (compile-time and run-time),
+    then stored element by element in T.Parallel."""
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit
+        def fills(X: T.Tensor((M, 2), T.int32), O: T.Tensor((M, 7, {block}), T.bool)):
+            with T.Kernel(M, threads={block}) as bx:
+                f = T.alloc_fragment((7, {block}), T.bool)
+                T.fill(f, 1)
+                T.copy(f, O[bx, 0, 0])
+                g = T.alloc_fragment(({block},), T.bool)
+                T.fill(g, 0)
+                T.copy(g, O[bx, 1, 0])
+                T.fill(g, X[bx, 0] > X[bx, 1])
+                T.copy(g, O[bx, 2, 0])
+                T.fill(g, T.cast(X[bx, 0], T.bool))
+                T.copy(g, O[bx, 3, 0])
+                T.fill(g, T.cast(-2, T.bool))
+                T.copy(g, O[bx, 4, 0])
+                for i in T.Parallel({block}):
+                    O[bx, 5, i] = T.cast(X[bx, 1] - X[bx, 1] + i % 3, T.bool)
+                    O[bx, 6, i] = 1 - i % 2 == 1
+    """)
+    return module.fills
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_fills_and_stores_of_bools_match_numpy(tmp_path, rng, level):
+    block, rows = 128, 6
+    x = rng.integers(-3, 4, (rows, 2)).astype(np.int32)
+    x[:3, 0] = [0, 5, -7]  # T.cast of zero, positive and negative values
+    i = np.arange(block)
+    want = np.stack([np.stack([np.full(block, 1, bool), np.full(block, 0, bool), np.full(block, r[0] > r[1]),
+                               np.full(block, r[0], bool), np.full(block, -2, bool), (i % 3).astype(bool),
+                               1 - i % 2 == 1]) for r in x])
+    kernel = tilemlir.compile(fill_kernel(tmp_path, block), target="cpu", level=level)
+    out = ~want
+    kernel(x, out)
+    assert np.array_equal(out, want), np.argwhere(out != want)[:8]
+
+
+FILL_REFUSED = [
+    ("T.fill(f, @@2)", "the int 2 is not a bool: write True or False, or T.cast(2, T.bool) for 2 != 0"),
+    ("T.fill(f, @@-1)", "the int -1 is not a bool: write True or False, or T.cast(-1, T.bool) for -1 != 0"),
+    ("T.fill(f, @@X[bx, 0])", "cannot convert int32 to bool implicitly: write T.cast(value, T.bool)"),
+    ("T.fill(f, @@0.5)", "T.fill: the float 0.5 does not implicitly convert to bool; use T.cast"),
+]
+
+
+@pytest.mark.parametrize("statement, expected", FILL_REFUSED, ids=[s for s, _ in FILL_REFUSED])
+def test_ints_filled_into_bools_need_a_cast(tmp_path, statement, expected):
+    """numpy's np.full(n, 2, bool) is all True, a 1-bit truncation all False: neither is silent here."""
+    err = frontend_error(tmp_path, f"""
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 2), T.int32), O: T.Tensor((M, 128), T.bool)):
+            with T.Kernel(M, threads=128) as bx:
+                f = T.alloc_fragment((128,), T.bool)
+                {statement}
+                T.copy(f, O[bx, 0])
+    """)
+    assert message(err) == expected
+
+
+def test_an_int_stored_into_a_bool_element_needs_a_cast(tmp_path):
+    err = frontend_error(tmp_path, """
+        @tilemlir.jit
+        def k(O: T.Tensor((M, 128), T.bool)):
+            with T.Kernel(M, threads=128) as bx:
+                for i in T.Parallel(128):
+                    @@O[bx, i] = 3
+    """)
+    assert message(err) == "the int 3 is not a bool: write True or False, or T.cast(3, T.bool) for 3 != 0"
+
+
 # -- CUDA: the accepted operators compile ------------------------------------------------------------------------
 
 
 def test_cuda_source_of_the_bool_kernels_compiles(tmp_path):
     from test_unsigned import emitted_cuda, nvrtc_compiles
 
-    for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path), constant_kernel(tmp_path)):
+    for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path), constant_kernel(tmp_path), fill_kernel(tmp_path)):
         emitted = emitted_cuda(kernel)
         assert "bool" in [p.dtype for p in emitted.signature.params]
         nvrtc_compiles(emitted)

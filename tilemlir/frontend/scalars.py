@@ -50,6 +50,9 @@ def constant(value, dtype: DType) -> Scalar:
         if isinstance(value, float):
             raise KernelError(f"the float {value!r} needs an explicit conversion to {dtype}: write T.cast({value!r}, T.{dtype})")
         value = int(value)
+        if dtype.kind == "bool" and value not in (0, 1):  # numpy's np.bool_(2) is True, a 1-bit truncation False
+            raise KernelError(f"the int {value} is not a bool: write True or False, or T.cast({value}, T.bool) for "
+                              f"{value} != 0")
         low, high = int_range(dtype) if dtype != INDEX else (-(1 << 63), (1 << 63) - 1)
         if not low <= value <= high:
             raise KernelError(f"the constant {value} does not fit in {dtype} (range {low}..{high})")
