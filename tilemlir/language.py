@@ -327,8 +327,10 @@ def Parallel(*extents):
 
 
 @_intrinsic
-def serial(*bounds):
-    """`for k in T.serial(n)` or `T.serial(a, b[, step])`: a sequential loop (same as `range`)."""
+def serial(*bounds, unroll: bool | None = None):
+    """`for k in T.serial(n)` or `T.serial(a, b[, step])`: a sequential loop (same as `range`).
+    `unroll=True` asks the backend to unroll it (as T.unroll), `unroll=False` never to; by default
+    the backend decides (CUDA: small constant trip counts are unrolled)."""
     _kernel_only("T.serial")
 
 

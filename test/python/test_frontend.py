@@ -253,6 +253,35 @@ def test_loop_kinds(tmp_path):
     assert len(parallel.regions[0].blocks[0].arguments) == 2
 
 
+def test_serial_unroll_request(tmp_path):
+    module, _ = build(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 64), T.float32)):
+            with T.Kernel(M, threads=32) as bx:
+                for a in T.serial(4, unroll=True):
+                    X[bx, a] = 1.0
+                for b in T.serial(4, unroll=False):
+                    X[bx, b] = 2.0
+                for c in T.serial(4, unroll=None):
+                    X[bx, c] = 3.0
+    """)
+    marks = [str(loop.attributes["tile.unroll"]) if "tile.unroll" in loop.attributes else None
+             for loop in ops(module, "scf.for")]
+    assert marks == ["unit", "false", None]
+
+
+@pytest.mark.parametrize("value, shown", [("1", "1"), ("bx > 0", "a run-time bool value")])
+def test_serial_unroll_must_be_a_compile_time_bool(tmp_path, value, shown):
+    with pytest.raises(tilemlir.CompileError, match=rf"T.serial: 'unroll' must be a compile-time True or False, got {shown}"):
+        build(tmp_path, f"""
+            @tilemlir.jit
+            def k(X: T.Tensor((M, 64), T.float32)):
+                with T.Kernel(M, threads=32) as bx:
+                    for a in T.serial(4, unroll={value}):
+                        X[bx, a] = 1.0
+        """)
+
+
 def test_compile_time_unrolling_and_folding(tmp_path):
     module, _ = build(tmp_path, """
         WEIGHTS = (0.5, 0.25, 0.125)

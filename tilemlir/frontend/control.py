@@ -1,7 +1,8 @@
 """Control flow: `with T.Kernel`, loops, and `if`.
 
 - `for` over `T.Parallel` -> `tile.parallel`; over `range`/`T.serial`/`T.unroll`
-  -> `scf.for` (T.unroll adds `tile.unroll`); over `T.Pipelined` ->
+  -> `scf.for` (T.unroll and `T.serial(..., unroll=True)` add `tile.unroll`,
+  `unroll=False` adds `tile.unroll = false`); over `T.Pipelined` ->
   `tile.pipelined`; over any compile-time iterable (tuple, list, a range
   *value*) -> unrolled at compile time.
 - Scalars reassigned in an `scf.for` body become `iter_args`; their type is
@@ -247,8 +248,10 @@ class ControlMixin:
 
     def emit_serial(self, node: ast.For, kind: str) -> None:
         what = {"range": "range", "serial": "T.serial", "unroll": "T.unroll"}[kind]
-        args = self.bind_call(what, node.iter, [], varargs=True)
+        keywords = ["unroll"] if kind == "serial" else []
+        args = self.bind_call(what, node.iter, keywords, defaults={"unroll": None}, varargs=True)
         lower, upper, step = self.loop_bounds(args, what)
+        unroll = True if kind == "unroll" else self.unroll_request(args) if kind == "serial" else None
         name = self.loop_index_name(node.target)
         assigned = assigned_names(node.body)
         carried = {n: self.env[n].value.dtype for n in assigned if self.live_value(n, Scalar)}
@@ -260,8 +263,8 @@ class ControlMixin:
             step_value = scalars.to_index(step).value
             inits = [scalars.convert(scalars.as_scalar(self.env[n].value, t), t).value for n, t in carried.items()]
             loop = scf.ForOp(lower.value, upper.value, step_value, inits)
-            if kind == "unroll":
-                loop.operation.attributes["tile.unroll"] = ir.UnitAttr.get()
+            if unroll is not None:
+                loop.operation.attributes["tile.unroll"] = ir.UnitAttr.get() if unroll else ir.BoolAttr.get(False)
             with self.scoped("serial", node):
                 self.bind(name, Scalar(loop.induction_variable, INDEX), node.target, loop_index=True)
                 for (n, t), arg in zip(carried.items(), loop.inner_iter_args):
@@ -280,6 +283,12 @@ class ControlMixin:
             _erase_from(block, mark)
             carried.update(widened)
         raise KernelError("the types of the values this loop carries do not settle; give them explicit types with T.cast")
+
+    def unroll_request(self, args) -> bool | None:
+        """T.serial's `unroll`: None lets the backend decide, True unrolls (as T.unroll), False never does."""
+        if self.arg(args, "unroll") is None:
+            return None
+        return self.compile_time_arg(args, "unroll", bool, "a compile-time True or False")
 
     def live_value(self, name: str, kind) -> bool:
         binding = self.env.get(name)
