@@ -13,6 +13,7 @@ NVRTC.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -190,13 +191,19 @@ CONSTANT_RESULTS = [
 ]
 
 
-def constant_kernel(tmp_path, p=None, q=None):
-    """The rows above with p and q run-time kernel parameters (p=None) or compile-time constants."""
+def constant_kernel(tmp_path, p=None, q=None, spelling="python"):
+    """The rows above with p and q run-time kernel parameters (p=None) or compile-time constants: Python bools
+    in the kernel (spelling "python") or module-level numpy bools P = np.bool_(p) read by the kernel ("numpy")."""
     rows = {kind: [expr for expr, k, _ in CONSTANT_RESULTS if k == kind] for kind in "bif"}
     stores = "\n".join(f"                O{kind.upper()}[{j}] = {expr}" for kind in "bif" for j, expr in enumerate(rows[kind]))
     params = "p: T.bool, q: T.bool, " if p is None else ""
     constants = "" if p is None else f"p = {p}\n                q = {q}"
+    globals_ = ""
+    if p is not None and spelling == "numpy":
+        globals_ = f"import numpy as np\n        P = np.bool_({p})\n        Q = np.bool_({q})"
+        constants = "p = P\n                q = Q"
     module = load_module(tmp_path, f"""
+        {globals_}
         @tilemlir.jit
         def constants({params}OB: T.Tensor(({len(rows["b"])},), T.bool), OI: T.Tensor(({len(rows["i"])},), T.int32),
                       OF: T.Tensor(({len(rows["f"])},), T.float32)):
@@ -216,12 +223,14 @@ def run_constants(kernel, *flags):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_compile_time_bools_fold_as_run_time_bools_compute(tmp_path, level):
-    """`p = True` in the kernel folds to what the kernel computes when p is a run-time bool, and to numpy."""
+@pytest.mark.parametrize("spelling", ["python", "numpy"])
+def test_compile_time_bools_fold_as_run_time_bools_compute(tmp_path, level, spelling):
+    """`p = True` in the kernel, or a module-level np.True_, folds to what the kernel computes when p is a
+    run-time bool, and to numpy (numpy's own scalars would give np.True_ + np.True_ == True, not an error)."""
     run_time = tilemlir.compile(constant_kernel(tmp_path), target="cpu", level=level)
     for p in (False, True):
         for q in (False, True):
-            folded = run_constants(tilemlir.compile(constant_kernel(tmp_path, p, q), target="cpu", level=level))
+            folded = run_constants(tilemlir.compile(constant_kernel(tmp_path, p, q, spelling), target="cpu", level=level))
             computed = run_constants(run_time, p, q)
             for kind in "bif":
                 table = [(expr, ref) for expr, k, ref in CONSTANT_RESULTS if k == kind]
@@ -263,22 +272,25 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("where", ["parallel", "scalar", "compile-time"])
+@pytest.mark.parametrize("where", ["parallel", "scalar", "compile-time", "numpy-constant"])
 @pytest.mark.parametrize("expression, expected", REFUSED, ids=[e for e, _ in REFUSED])
 def test_refused_operators_are_located_errors(tmp_path, where, expression, expected):
-    """In T.Parallel on a fragment and a global element, on scalar kernel parameters, and on compile-time
-    bools (Python would count with them: True + True == 2)."""
-    if where == "compile-time" and "X[" in expression:
+    """In T.Parallel on a fragment and a global element, on scalar kernel parameters, on compile-time bools
+    (Python would count with them: True + True == 2) and on module-level numpy bools (numpy's own scalars
+    would fold np.True_ + np.True_ to True and np.True_ - np.False_ to a TypeError)."""
+    if where in ("compile-time", "numpy-constant") and "X[" in expression:
         pytest.skip("a run-time operand")
-    if where == "compile-time":
-        source = f"""
+    if where in ("compile-time", "numpy-constant"):
+        globals_ = "import numpy as np\nA = np.True_\nB = np.bool_(False)\n" if where == "numpy-constant" else ""
+        a, b = ("A", "B") if where == "numpy-constant" else ("True", "False")
+        source = globals_ + textwrap.dedent(f"""
             @tilemlir.jit
             def k(X: T.Tensor((M, 128), T.float32), O: T.Tensor((M,), T.float32)):
                 with T.Kernel(M, threads=128) as bx:
-                    a = True
-                    b = False
+                    a = {a}
+                    b = {b}
                     O[bx] = T.cast({expression}, T.float32)
-        """
+        """)
     elif where == "parallel":
         source = f"""
             @tilemlir.jit

@@ -9,9 +9,10 @@ arithmetic (they are read with `memref.dim`).
 from __future__ import annotations
 
 import ast
-import numbers
 import operator
 from typing import Any
+
+import numpy as np
 
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
@@ -70,10 +71,17 @@ _UNSUPPORTED_EXPRESSIONS = {
 }
 
 
+# float() rather than .item(): np.longdouble(x).item() stays a numpy scalar.
+_PYTHON_NUMBERS = ((np.bool_, bool), (np.integer, int), (np.floating, float), (np.complexfloating, complex))
+
+
 def plain_number(value: Any) -> Any:
-    """A numpy scalar (np.float32(0.5), np.int64(4)) as the Python number it holds; anything else unchanged."""
-    if isinstance(value, numbers.Number) and not isinstance(value, (bool, int, float)) and hasattr(value, "item"):
-        return value.item()
+    """A numpy scalar (np.float32(0.5), np.int64(4), np.True_) as the Python number it holds, so that it folds
+    by the compile-time rules of Python numbers (np.True_ + np.True_ would be numpy's True, np.uint8(250) * 2
+    a wrapped 244); anything else unchanged."""
+    for numpy_type, python_type in _PYTHON_NUMBERS:
+        if isinstance(value, numpy_type):
+            return python_type(value)
     return value
 
 
