@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import ctypes
 import math
+import textwrap
 
 import numpy as np
 import pytest
 
+import tilemlir
+from frontend_util import frontend_error, load_module, message
 from tilemlir import language as T
 from tilemlir.backends.cpu.jit import JitModule, to_llvm_ir
 from tilemlir.frontend import scalars
@@ -129,3 +132,155 @@ def test_math_functions_against_numpy():
 def test_python_modulo_with_a_literal_divisor():
     run = jit_scalar_function([T.int32], T.int32, lambda a: scalars.binary("%", a, 4))
     assert [run(a) for a in range(-6, 7)] == [a % 4 for a in range(-6, 7)]
+
+
+# -- compile-time numbers in kernels: numpy scalars fold as the Python numbers they hold ----------------------
+
+# The same constants as module-level numpy scalars and as Python numbers (F is float32's nearest to 0.1).
+NUMPY_CONSTANTS = ("I = np.int64(7)\nJ = np.int32(-3)\nU = np.uint8(250)\nF = np.float32(0.1)\nD = np.float64(2.5)\n"
+                   "H = np.float16(0.5)\nB = np.True_\nZ = np.int64(0)\n")
+PYTHON_CONSTANTS = "I = 7\nJ = -3\nU = 250\nF = 0.10000000149011612\nD = 2.5\nH = 0.5\nB = True\nZ = 0\n"
+C = dict(I=7, J=-3, U=250, F=float(np.float32(0.1)), D=2.5, H=0.5, B=True)
+
+# (kernel expression over the constants, run-time int32 x and float32 y; the value Python / numpy gives)
+INT_FOLDS = [
+    ("I // J", lambda x, y: C["I"] // C["J"]),
+    ("I % J", lambda x, y: C["I"] % C["J"]),
+    ("J ** 3", lambda x, y: C["J"] ** 3),
+    ("U + U", lambda x, y: C["U"] + C["U"]),  # a Python int: 500, where numpy's uint8 wraps to 244
+    ("U * U - I", lambda x, y: C["U"] * C["U"] - C["I"]),
+    ("I << 3", lambda x, y: C["I"] << 3),
+    ("-J", lambda x, y: -C["J"]),
+    ("~I", lambda x, y: ~C["I"]),
+    ("T.max(I, J, U)", lambda x, y: max(C["I"], C["J"], C["U"])),
+    ("abs(J)", lambda x, y: abs(C["J"])),
+    ("I * B - B", lambda x, y: C["I"] * C["B"] - C["B"]),
+    ("T.ceildiv(I, 2)", lambda x, y: -(-C["I"] // 2)),
+    ("x + I", lambda x, y: x + np.int32(C["I"])),
+    ("x // J", lambda x, y: x // np.int32(C["J"])),
+    ("x % U", lambda x, y: x % np.int32(C["U"])),
+]
+FLOAT_FOLDS = [
+    ("F * 3", lambda x, y: C["F"] * 3),
+    ("I / J", lambda x, y: C["I"] / C["J"]),
+    ("D ** 0.5", lambda x, y: C["D"] ** 0.5),
+    ("T.max(F, D)", lambda x, y: max(C["F"], C["D"])),
+    ("T.floor(D)", lambda x, y: math.floor(C["D"])),
+    ("F + H", lambda x, y: C["F"] + C["H"]),
+    ("T.fma(F, D, H)", lambda x, y: C["F"] * C["D"] + C["H"]),
+    ("T.fma(I, J, 0.5)", lambda x, y: C["I"] * C["J"] + 0.5),
+    ("T.exp(H)", lambda x, y: math.exp(C["H"])),
+    ("y * F", lambda x, y: y * np.float32(C["F"])),
+    ("y + D", lambda x, y: y + np.float32(C["D"])),
+    ("T.max(y, H)", lambda x, y: np.maximum(y, np.float32(C["H"]))),
+]
+
+
+def folds_kernel(tmp_path, constants):
+    int_rows = "\n".join(f"                    OI[{k}, n] = {e}" for k, (e, _) in enumerate(INT_FOLDS))
+    float_rows = "\n".join(f"                    OF[{k}, n] = {e}" for k, (e, _) in enumerate(FLOAT_FOLDS))
+    module = load_module(tmp_path, "import numpy as np\n" + constants + textwrap.dedent(f"""
+        @tilemlir.jit
+        def folds(X: T.Tensor((N,), T.int32), Y: T.Tensor((N,), T.float32),
+                  OI: T.Tensor(({len(INT_FOLDS)}, N), T.int32), OF: T.Tensor(({len(FLOAT_FOLDS)}, N), T.float32)):
+            with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+                for i in T.Parallel(64):
+                    n = bx * 64 + i
+                    x = X[n]
+                    y = Y[n]
+{int_rows}
+{float_rows}
+    """))
+    return module.folds
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_numpy_scalar_constants_fold_as_python_numbers(tmp_path, rng, level):
+    """Module-level np.int64 / np.uint8 / np.float32 / np.bool_ constants give the kernel exactly what the
+    same Python numbers give, which is Python's arithmetic (U + U is 500, not uint8's 244)."""
+    n = 200
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    y = (rng.random(n) * 4 - 2).astype(np.float32)
+    want_i = np.stack([np.broadcast_to(np.asarray(ref(x, y), dtype=np.int64), (n,)) for _, ref in INT_FOLDS])
+    want_f = np.stack([np.broadcast_to(np.asarray(ref(x, y), dtype=np.float64), (n,)) for _, ref in FLOAT_FOLDS])
+    outputs = {}
+    for spelling, constants in (("numpy", NUMPY_CONSTANTS), ("python", PYTHON_CONSTANTS)):
+        kernel = tilemlir.compile(folds_kernel(tmp_path, constants), target="cpu", level=level)
+        oi, of = np.full(want_i.shape, -77, np.int32), np.full(want_f.shape, np.nan, np.float32)
+        kernel(x, y, oi, of)
+        for k, (expr, _) in enumerate(INT_FOLDS):
+            assert np.array_equal(oi[k], want_i[k]), (spelling, expr, oi[k][:4], want_i[k][:4])
+        for k, (expr, _) in enumerate(FLOAT_FOLDS):
+            error = np.linalg.norm(of[k] - want_f[k]) / np.linalg.norm(want_f[k])
+            assert error < 1e-6, (spelling, expr, error)
+        outputs[spelling] = (oi, of)
+    assert np.array_equal(outputs["numpy"][0], outputs["python"][0])
+    assert np.array_equal(outputs["numpy"][1], outputs["python"][1])
+
+
+FOLD_ERRORS = [
+    ("@@I // Z", "compile-time 7 // 0 failed: ZeroDivisionError: integer division or modulo by zero"),
+    ("@@J << -Z - 1", "compile-time -3 << -1 failed: ValueError: negative shift count"),
+    ("@@T.ceildiv(I, Z)", "T.ceildiv by zero"),
+    ("@@T.fma(I, J, U)", "T.fma needs float operands, got int32: convert them first, e.g. T.cast(x, T.float32)"),
+    ("@@T.fma(B, J, 2)", "T.fma needs float operands, got int32: convert them first, e.g. T.cast(x, T.float32)"),
+]
+
+
+@pytest.mark.parametrize("expression, expected", FOLD_ERRORS, ids=[e for e, _ in FOLD_ERRORS])
+def test_numpy_scalar_constants_fail_as_python_numbers(tmp_path, expression, expected):
+    """A fold that fails on Python numbers fails with the same located error on numpy scalars (numpy itself
+    would give np.int64(7) // 0 == 0 with a warning)."""
+    for constants in (NUMPY_CONSTANTS, PYTHON_CONSTANTS):
+        err = frontend_error(tmp_path, "import numpy as np\n" + constants + textwrap.dedent(f"""
+            @tilemlir.jit
+            def k(O: T.Tensor((M,), T.float32)):
+                with T.Kernel(M, threads=32) as bx:
+                    O[bx] = T.cast({expression}, T.float32)
+        """))
+        assert message(err) == expected, constants
+
+
+# -- T.fma: float operands only, at compile time as at run time ------------------------------------------------
+
+FMA_REFUSED = [
+    ("@@T.fma(2, 3, 4)", "p: T.float32"),
+    ("@@T.fma(True, 3, 4)", "p: T.float32"),
+    ("@@T.fma(p, 3, 4)", "p: T.int32"),
+    ("@@T.fma(2, p, 4)", "p: T.int32"),
+    ("@@T.fma(p, p, True)", "p: T.int32"),
+]
+
+
+@pytest.mark.parametrize("expression, parameter", FMA_REFUSED, ids=[f"{e}-{p}" for e, p in FMA_REFUSED])
+def test_fma_on_integers_is_a_located_error_at_compile_time_too(tmp_path, expression, parameter):
+    """T.fma(2, 3, 4) does not fold to 10: integer operands are refused as they are for a run-time int32."""
+    err = frontend_error(tmp_path, f"""
+        @tilemlir.jit
+        def k({parameter}, O: T.Tensor((M,), T.float32)):
+            with T.Kernel(M, threads=32) as bx:
+                O[bx] = T.cast({expression}, T.float32)
+    """)
+    assert message(err) == "T.fma needs float operands, got int32: convert them first, e.g. T.cast(x, T.float32)"
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_fma_with_a_float_operand_folds_and_computes(tmp_path, rng, level):
+    """One float among int operands makes T.fma a float fma, folded at compile time or computed at run time."""
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((N,), T.int32), O: T.Tensor((3, N), T.float32)):
+            with T.Kernel(T.ceildiv(N, 64), threads=64) as bx:
+                for i in T.Parallel(64):
+                    n = bx * 64 + i
+                    O[0, n] = T.fma(2, 3, 0.5)
+                    O[1, n] = T.fma(X[n], 3, 0.25)
+                    O[2, n] = T.fma(-1.5, X[n], X[n])
+    """)
+    kernel = tilemlir.compile(module.k, target="cpu", level=level)
+    x = rng.integers(-1000, 1000, 100).astype(np.int32)
+    out = np.full((3, 100), np.nan, np.float32)
+    kernel(x, out)
+    xf = x.astype(np.float64)
+    want = np.stack([np.full(100, 6.5), xf * 3 + 0.25, -1.5 * xf + xf])
+    assert np.linalg.norm(out - want) / np.linalg.norm(want) < 1e-6

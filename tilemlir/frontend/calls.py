@@ -223,6 +223,8 @@ class CallMixin:
         if all(isinstance(v, bool) for v in values):
             return _fold_bools(name, values)
         if not any(is_dynamic(v) for v in values):
+            if name == "fma":
+                scalars.refuse_integer_fma(values)
             try:
                 return _python_fold(name, values)
             except Exception as exc:

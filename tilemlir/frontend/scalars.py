@@ -8,6 +8,7 @@ numeric rules are those of docs/language.md.
 
 from __future__ import annotations
 
+import functools
 import math as pymath
 import operator
 
@@ -498,6 +499,14 @@ def extremum(name: str, values: list) -> Scalar:
         result = Scalar(method(result.value, s.value).result, dtype)
     expr = f"{name}({', '.join(exprs)})" if all(e is not None for e in exprs) else None
     return Scalar(result.value, dtype, expr)
+
+
+def refuse_integer_fma(numbers: list) -> None:
+    """Raise the error `fma` gives at run time when the compile-time `numbers` would be integers there
+    (ints and bools are int32 unless a float makes them float32), so T.fma(2, 3, 4) does not fold to 10."""
+    dtype = compute_dtype(functools.reduce(promote, (default_dtype(n) for n in numbers)))
+    if not dtype.is_float:
+        raise _fma_type_error(dtype)
 
 
 def fma(a, b, c) -> Scalar:
