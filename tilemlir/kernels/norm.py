@@ -48,6 +48,14 @@ def add_residual(x, r, h, i, j):
 
 
 @T.macro
+def row_mean_of(src, mean, N):
+    """mean = the sum of src's rows (slots or elements) / N."""
+    T.reduce_sum(src, mean, dim=1)
+    for i in T.Parallel(src.shape[0]):
+        mean[i] = mean[i] / N
+
+
+@T.macro
 def rms_normalize(x, sq, ss, w, y, W, Y, bx, eps):
     """Y's rows of block bx = x / sqrt(mean(x^2) + eps) * W through y (x itself where x is float32),
     given sq = x^2; ss holds the row scales."""
@@ -66,9 +74,7 @@ def layer_normalize(x, sq, mean, rstd, w, b, y, W, B, Y, bx, eps):
     """Y's rows of block bx = (x - mean) / sqrt(var + eps) * W + B through y (x itself where x is
     float32); sq holds the centred squares."""
     block_M, N = x.shape
-    T.reduce_sum(x, mean, dim=1)
-    for i in T.Parallel(block_M):
-        mean[i] = mean[i] / N
+    row_mean_of(x, mean, N)
     for i, j in T.Parallel(block_M, N):
         centred = T.cast(x[i, j], T.float32) - mean[i]
         sq[i, j] = centred * centred
@@ -431,9 +437,7 @@ def _streamed_layernorm(N, dtype, max_chunks, min_blocks):
             for k in T.serial(chunks):
                 T.copy(X[bx, k * C], x)
                 accumulate(x, acc)
-            T.reduce_sum(acc, row_mean, dim=1)
-            for i in T.Parallel(1):
-                row_mean[i] = row_mean[i] / N
+            row_mean_of(acc, row_mean, N)
             T.clear(acc)
             for k in T.serial(N // C, unroll=False):
                 T.copy(X[bx, k * C], x)
