@@ -82,13 +82,13 @@ def quant_row_fp8(N, dtype="bfloat16", max_chunks=None, min_blocks=None, hold=No
     M = T.symbolic("M")
     max_chunks, min_blocks = tuned("quant_row_fp8", N, dtype, max_chunks, min_blocks, 4)
     cfg = row_config(N, dtype, max_chunks)
-    if cfg is None:
-        return _quant_row_streamed(N, dtype, max_chunks, min_blocks, held_dtype(hold or T.float32, dtype))
-    block_M = cfg.block_M
-    if hold is None and cfg.threads > WIDE_ROW_THREADS and element_bytes(dtype) == 2:
+    if hold is None and cfg is not None and cfg.threads > WIDE_ROW_THREADS and element_bytes(dtype) == 2:
         hold = dtype
         min_blocks = cfg.min_blocks(min_blocks, WIDE_ROW_MIN_BLOCKS)
     hold = held_dtype(hold or T.float32, dtype)
+    if cfg is None:
+        return _quant_row_streamed(N, dtype, max_chunks, min_blocks, hold)
+    block_M = cfg.block_M
 
     @T.prim_func
     def quant_row_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
