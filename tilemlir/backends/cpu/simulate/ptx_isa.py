@@ -304,7 +304,7 @@ def mma_sync(inst: Mma, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarr
     per addition; an .f16 D is that float32 sum rounded to f16 once. Subnormals are kept.
     The hardware's order and internal width differ, so tests of mma results compare with a
     tolerance, or bit for bit only on inputs whose every partial sum is exact."""
-    m, n, k = inst.mnk
+    k = inst.mnk[2]
     fa, fb, fc = inst.fragment("a"), inst.fragment("b"), inst.fragment("c")
     _check_registers(f"{inst.text()} A", a, fa.registers, np.uint32)
     _check_registers(f"{inst.text()} B", b, fb.registers, np.uint32)
@@ -444,11 +444,11 @@ class AsyncCopies:
         if not isinstance(n, int) or n < 0:
             raise PtxError(f"cp.async.wait_group takes a non-negative integer constant, got {n!r}")
         state = self._threads.setdefault(thread, _ThreadCopies())
-        keep = len(state.groups) - n
-        if keep <= 0:
+        retired = len(state.groups) - n
+        if retired <= 0:
             return []
-        landed = [w for group in state.groups[:keep] for w in group]
-        state.groups = state.groups[keep:]
+        landed = [w for group in state.groups[:retired] for w in group]
+        state.groups = state.groups[retired:]
         return landed
 
     def wait_all(self, thread: int) -> list[AsyncWrite]:
