@@ -265,6 +265,10 @@ SASS = """
         /*0160*/                   LDL R6, [R1+0x8] ;                               /* 0x0000080001067983 */
         /*0170*/                   STG.E.128 desc[UR4][R2.64], R4 ;                 /* 0x0000000402007986 */
         /*0180*/                   FADD R0, R1, R2 ;                                /* 0x0000000201007221 */
+        /*0190*/                   STG.E.U8 desc[UR4][R2.64], R4 ;                  /* 0x0000000402007986 */
+        /*01a0*/                   STG.E desc[UR4][R2.64], R4 ;                     /* 0x0000000402007986 */
+        /*01b0*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;     /* 0x0000000004037fae */
+        /*01c0*/                   LDGDEPBAR ;                                      /* 0x00000000000079af */
 """
 
 
@@ -275,9 +279,33 @@ def test_parse_resource_usage():
 
 
 def test_count_sass():
+    # LDGSTS (cp.async into shared) and LDGDEPBAR are not LDGs
     assert sass.count_sass(SASS) == {"ldg128": 2, "ldg_bits": {128: 2, 64: 1, 32: 1, 16: 1}, "stg128": 1,
-                                     "local_insts": 2, "instructions": 9}
-    assert sass.count_sass("") == {"ldg128": 0, "ldg_bits": {}, "stg128": 0, "local_insts": 0, "instructions": 0}
+                                     "stg_bits": {128: 1, 8: 1, 32: 1}, "local_insts": 2, "instructions": 13}
+    assert sass.count_sass("") == {"ldg128": 0, "ldg_bits": {}, "stg128": 0, "stg_bits": {}, "local_insts": 0,
+                                   "instructions": 0}
+
+
+def test_tools_come_from_their_wheels_else_path(tmp_path, monkeypatch):
+    wheel = sass.find_tool("cuobjdump")
+    if wheel is not None and "nvidia" in wheel:
+        assert Path(wheel).name == "cuobjdump" and Path(wheel).parent.name == "bin"
+        assert Path(sass.find_tool("nvdisasm")).parent == Path(wheel).parent
+        assert sass.tool_version(wheel).startswith("Cuda compilation tools, release ")
+    fake = tmp_path / "bin" / "nvfaketool"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 9.9, V9.9.1'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    assert sass.find_tool("nvfaketool") == str(fake)
+    assert sass.tool_version(str(fake)) == "Cuda compilation tools, release 9.9, V9.9.1"
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert sass.find_tool("nvfaketool") == str(fake)
+    monkeypatch.delenv("CUDA_HOME")
+    assert sass.find_tool("nvfaketool") is None
 
 
 # -- our artifacts: the calling convention -----------------------------------------------------
