@@ -128,10 +128,9 @@ def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any)
 
 def lookup(key: str):
     """The cached CompiledKernel stored under `key`, or None (loading it imports no MLIR)."""
-    from tilemlir.runtime import cache, load
+    from tilemlir.runtime import cache
 
-    hit = cache.lookup(key)
-    return load(hit) if hit is not None else None
+    return cache.lookup(key)
 
 
 def store(key: str, artifact) -> None:

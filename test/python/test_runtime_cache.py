@@ -1,7 +1,10 @@
 """Disk cache: keys, store/lookup, atomic entries, and `build` going through it."""
 
+import hashlib
+import json
 import logging
 import os
+import shutil
 
 import pytest
 
@@ -9,7 +12,7 @@ from tilemlir.runtime import cache
 from tilemlir.runtime import builder as builder_module
 from tilemlir.runtime.artifact import load
 from tilemlir.runtime.builder import build
-from tilemlir.runtime.nvrtc import CompileOptions
+from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 SOURCE = r'''extern "C" __global__ void __launch_bounds__(128) axpy(const float* __restrict__ x, float* __restrict__ y,
@@ -54,49 +57,72 @@ def test_key_changes_with_every_input(monkeypatch):
     assert base not in variants and len(variants) == 8
 
 
-def test_store_then_lookup_round_trips_the_artifact(private_cache):
+@pytest.fixture(scope="module")
+def cubin():
+    return compile_cuda(SOURCE, "axpy", CompileOptions())
+
+
+def test_store_then_lookup_round_trips_the_artifact(private_cache, cubin):
     key = cache.make_key(SOURCE, CompileOptions(), "x")
     assert cache.lookup(key) is None
-    cubin = b"\x7fELF-not-really"
     entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions(arch="sm_90a", fmad=False))
-    assert entry == private_cache / "v1" / key[:2] / key
-    assert cache.lookup(key) == entry
+    assert entry == private_cache / "v2" / key[:2] / key
     assert sorted(p.name for p in entry.iterdir()) == ["axpy.cu", "axpy.cubin", "axpy_host.cu", "build.json",
-                                                        "signature.json"]
-    kernel = load(entry)
-    assert kernel.signature == SIGNATURE and kernel.cubin == cubin and kernel.cuda_source() == SOURCE
-    assert kernel.options == CompileOptions(arch="sm_90a", fmad=False)
+                                                        "manifest.json", "signature.json"]
+    manifest = json.loads((entry / "manifest.json").read_text())
+    assert manifest["key"] == key and manifest["files"]["axpy.cubin"] == hashlib.sha256(cubin).hexdigest()
+    for kernel in (cache.lookup(key), load(entry)):
+        assert kernel.signature == SIGNATURE and kernel.cubin == cubin and kernel.cuda_source() == SOURCE
+        assert kernel.options == CompileOptions(arch="sm_90a", fmad=False)
 
 
-def test_entries_appear_whole_or_not_at_all(monkeypatch, private_cache):
+def test_entries_appear_whole_or_not_at_all(monkeypatch, private_cache, cubin, caplog):
     key = cache.make_key(SOURCE, CompileOptions(), "atomic")
 
-    def fail_midway(directory, signature, source, cubin, options):
-        (directory / "axpy.cu").write_text(source)
+    def fail_midway(directory, key, files):
+        (directory / "axpy.cu").write_text(SOURCE)
         raise OSError("disk full")
 
-    monkeypatch.setattr(cache, "write_artifact", fail_midway)
-    with pytest.raises(OSError, match="disk full"):
-        cache.store(key, SOURCE, b"cubin", SIGNATURE, CompileOptions())
+    monkeypatch.setattr(cache, "_write_entry", fail_midway)
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        assert cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions()) is None
+    assert any("could not store the cache entry" in r.message and "disk full" in r.message for r in caplog.records)
     assert cache.lookup(key) is None
-    assert os.listdir(private_cache / "v1" / key[:2]) == []  # no staging directory left behind
+    assert os.listdir(private_cache / "v2" / key[:2]) == []  # no staging directory left behind
 
 
-def test_a_concurrent_writer_wins_and_nothing_is_left_over(private_cache):
+def test_a_concurrent_writer_wins_and_nothing_is_left_over(private_cache, cubin):
     key = cache.make_key(SOURCE, CompileOptions(), "race")
-    first = cache.store(key, SOURCE, b"first", SIGNATURE, CompileOptions())
-    second = cache.store(key, SOURCE, b"second", SIGNATURE, CompileOptions())
+    first = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+    second = cache.store(key, SOURCE, cubin + b"\0" * 8, SIGNATURE, CompileOptions())
     assert first == second
-    assert load(first).cubin == b"first"
+    assert cache.lookup(key).cubin == cubin
     assert os.listdir(first.parent) == [key]
 
 
-def test_a_directory_without_signature_is_not_a_hit():
+def test_a_damaged_entry_is_replaced_by_the_next_store(private_cache, cubin):
+    key = cache.make_key(SOURCE, CompileOptions(), "replace")
+    entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+    (entry / "axpy.cubin").write_bytes(cubin[:100])
+    assert cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions()) == entry
+    assert cache.lookup(key).cubin == cubin
+    assert os.listdir(entry.parent) == [key]
+
+
+@pytest.mark.parametrize("manifest", [None, b"", b"\xff", b"[1, 2]", b'{"version": 1, "key": "another", "files": {}}',
+                                      b'{"version": 1, "key": "KEY", "files": {"../../x": "0"}}'])
+def test_an_entry_without_a_manifest_of_its_key_is_discarded(private_cache, cubin, manifest, caplog):
     key = cache.make_key(SOURCE, CompileOptions(), "partial")
-    partial = cache.entry_dir(key)
-    partial.mkdir(parents=True)
-    (partial / "axpy.cu").write_text(SOURCE)
-    assert cache.lookup(key) is None
+    entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+    if manifest is None:
+        (entry / "manifest.json").unlink()
+    else:
+        (entry / "manifest.json").write_bytes(manifest.replace(b"KEY", key.encode()))
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        assert cache.lookup(key) is None
+    assert any("discarding the damaged cache entry" in r.message and "manifest.json" in r.message
+               for r in caplog.records)
+    assert not entry.exists() and os.listdir(entry.parent) == []
 
 
 def test_build_compiles_once_then_hits_the_cache(monkeypatch, caplog):
@@ -148,3 +174,58 @@ def test_with_cuda_source_keeps_signature_and_options():
     tuned = kernel.with_cuda_source(edited)
     assert tuned.cuda_source() == edited and tuned.signature == SIGNATURE
     assert tuned.options == kernel.options and tuned.cubin != kernel.cubin
+
+
+def _entry_of(source, signature, options):
+    return cache.entry_dir(cache.make_key(source, options, extra=signature.to_json()))
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+def _another_shape(path):
+    path.write_text(KernelSignature.from_dict(dict(SIGNATURE.to_dict(), params=[
+        dict(p, shape=["N", 2]) if p["kind"] == "tensor" else p for p in SIGNATURE.to_dict()["params"]])).to_json())
+
+
+CORRUPTIONS = {
+    "truncated cubin": ("axpy.cubin", _truncate),
+    "garbage cubin": ("axpy.cubin", lambda p: p.write_bytes(os.urandom(len(p.read_bytes())))),
+    "missing cubin": ("axpy.cubin", lambda p: p.unlink()),
+    "non-UTF-8 signature": ("signature.json", lambda p: p.write_bytes(b'{"name": "\xff\xfe"}')),
+    "signature of another shape": ("signature.json", _another_shape),
+    "truncated signature": ("signature.json", _truncate),
+    "garbage build.json": ("build.json", lambda p: p.write_bytes(b"\x00\x01[")),
+    "edited source": ("axpy.cu", lambda p: p.write_text(p.read_text().replace("a * x[i]", "x[i]"))),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_damaged_entry_is_discarded_and_the_kernel_compiled_again(corruption, monkeypatch, caplog):
+    cold = build(SOURCE, SIGNATURE, arch="sm_90a")
+    name, damage = CORRUPTIONS[corruption]
+    damage(_entry_of(SOURCE, SIGNATURE, cold.options) / name)
+    compiles = []
+    real_compile = builder_module.compile_cuda
+    monkeypatch.setattr(builder_module, "compile_cuda", lambda *a: compiles.append(a) or real_compile(*a))
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        again = build(SOURCE, SIGNATURE, arch="sm_90a")
+    assert len(compiles) == 1
+    assert again.cubin == cold.cubin and again.signature == SIGNATURE and again.cuda_source() == SOURCE
+    assert any("damaged cache entry" in r.message for r in caplog.records)
+    warm = build(SOURCE, SIGNATURE, arch="sm_90a")  # the entry stored again is whole
+    assert len(compiles) == 1 and warm.cubin == cold.cubin
+
+
+def test_a_whole_entry_of_another_kernel_under_the_key_is_discarded(monkeypatch, caplog):
+    cold = build(SOURCE, SIGNATURE, arch="sm_90a")
+    key = cache.make_key(SOURCE, cold.options, extra=SIGNATURE.to_json())
+    other = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), block=[64, 1, 1]))
+    shutil.rmtree(cache.entry_dir(key))
+    cache.store(key, SOURCE, cold.cubin, other, cold.options)  # a manifest that matches, of the wrong kernel
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        again = build(SOURCE, SIGNATURE, arch="sm_90a")
+    assert again.signature == SIGNATURE and again.signature.block == (128, 1, 1)
+    assert any("another signature than the kernel's" in r.message for r in caplog.records)
+    assert cache.lookup(key).signature == SIGNATURE

@@ -1,12 +1,16 @@
 """The source-level disk cache: a CUDA kernel compiled before loads in a new process without MLIR."""
 
+import logging
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+import tilemlir
+import tilemlir.language as T
 from tilemlir import source_cache
+from tilemlir.runtime import cache
 
 KERNEL_FILE = textwrap.dedent('''
     import tilemlir
@@ -105,3 +109,56 @@ def test_override_and_dump_directories_bypass_the_source_cache(tmp_path, env):
     for knob in ("TILEMLIR_CUDA_OVERRIDE", "TILEMLIR_DUMP_DIR"):
         assert _run(tmp_path, {**env, knob: str(tmp_path / knob)}) == ["mlir", "1", "0"]
     assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
+
+
+def double(N=64):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def double_kernel(X: T.Tensor((M, N), T.float32), Y: T.Tensor((M, N), T.float32)):
+        with T.Kernel(M, threads=64) as bx:
+            x = T.alloc_fragment((1, N), T.float32)
+            T.copy(X[bx, 0], x)
+            for i, j in T.Parallel(1, N):
+                x[i, j] = x[i, j] * 2.0
+            T.copy(x, Y[bx, 0])
+
+    return double_kernel
+
+
+def _fresh_double():
+    """The kernel compiled by a new JitFunction (whose in-memory cache is empty), and its source-level key."""
+    instance = tilemlir.jit(out_idx=[1])(double).instantiate(N=64)
+    return instance.compile(), source_cache.kernel_key(instance.fn, "cuda", {}, [1])
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[:-7])
+
+
+DAMAGE = {
+    "truncated cubin": ("double_kernel.cubin", _truncate),
+    "garbage cubin": ("double_kernel.cubin", lambda p: p.write_bytes(b"\x7fELF" + bytes(300))),
+    "missing cubin": ("double_kernel.cubin", lambda p: p.unlink()),
+    "non-UTF-8 signature": ("signature.json", lambda p: p.write_bytes(b"\xff" + p.read_bytes())),
+    "signature of another shape": ("signature.json", lambda p: p.write_text(p.read_text().replace("64", "32"))),
+    "truncated manifest": ("manifest.json", _truncate),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_source_level_entry_is_discarded_and_the_kernel_compiled_again(damage, caplog, tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    cold, key = _fresh_double()
+    assert hasattr(cold.artifact, "stage_ir")  # compiled through the frontend and the passes
+    name, corrupt = DAMAGE[damage]
+    corrupt(cache.entry_dir(key) / name)
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        again, _ = _fresh_double()
+    assert hasattr(again.artifact, "stage_ir")
+    assert again.cubin == cold.cubin and again.cuda_source() == cold.cuda_source()
+    assert again.signature == cold.signature and again.signature.params[0].shape == ("M", 64)
+    assert any("discarding the damaged cache entry" in r.message for r in caplog.records)
+    warm, _ = _fresh_double()
+    assert not hasattr(warm.artifact, "stage_ir") and warm.cubin == cold.cubin  # stored whole again

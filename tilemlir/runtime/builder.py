@@ -8,7 +8,6 @@ from pathlib import Path
 
 from tilemlir.config import settings
 from tilemlir.runtime import cache
-from tilemlir.runtime.artifact import load
 from tilemlir.runtime.kernel import CompiledKernel
 from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, default_arch, normalize_arch
 from tilemlir.runtime.signature import KernelSignature
@@ -38,16 +37,26 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
     caching = use_cache and not config.disable_cache
     key = cache.make_key(source, options, extra=signature.to_json()) if caching else None
     if key is not None:
-        hit = cache.lookup(key)
-        if hit is not None:
-            kernel = load(hit)
-            log.debug("cache hit for %s (%s): %.4f s", signature.name, hit, time.perf_counter() - start)
+        kernel = cache.lookup(key, lambda hit: _differences(hit, source, signature, options))
+        if kernel is not None:
+            log.debug("cache hit for %s (%s): %.4f s", signature.name, cache.entry_dir(key),
+                      time.perf_counter() - start)
             return kernel
     cubin = compile_cuda(source, signature.name, options)
     if key is not None:
         cache.store(key, source, cubin, signature, options)
     log.debug("cold compile of %s for %s: %.3f s", signature.name, options.arch, time.perf_counter() - start)
     return CompiledKernel(signature, source, cubin, options)
+
+
+def _differences(kernel: CompiledKernel, source: str, signature: KernelSignature,
+                 options: CompileOptions) -> str | None:
+    """What makes a kernel read from the cache another than the one `build` was asked for, or None."""
+    for what, found, wanted in (("signature", kernel.signature, signature), ("source", kernel.cuda_source(), source),
+                                ("compile options", kernel.options, options)):
+        if found != wanted:
+            return f"it holds another {what} than the kernel's"
+    return None
 
 
 def _dump(directory: Path, name: str, source: str) -> None:
