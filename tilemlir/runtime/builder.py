@@ -9,7 +9,7 @@ from pathlib import Path
 from tilemlir.config import settings
 from tilemlir.runtime import cache
 from tilemlir.runtime.kernel import CompiledKernel
-from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, default_arch, normalize_arch
+from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, resolve_arch
 from tilemlir.runtime.signature import KernelSignature
 
 log = logging.getLogger("tilemlir.runtime")
@@ -33,7 +33,7 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
             source = override.read_text()
     if config.dump_dir is not None:
         _dump(config.dump_dir, signature.name, source)
-    options = CompileOptions(arch=normalize_arch(arch or default_arch()), fmad=fmad, fast_math=fast_math)
+    options = CompileOptions(arch=resolve_arch(arch), fmad=fmad, fast_math=fast_math)
     caching = use_cache and not config.disable_cache
     key = cache.make_key(source, options, extra=signature.to_json()) if caching else None
     if key is not None:
