@@ -19,8 +19,10 @@ class Knob:
 
 KNOBS = (
     Knob("TILEMLIR_CACHE_DIR", "directory of the compiled-kernel disk cache (default: ~/.cache/tilemlir)"),
-    Knob("TILEMLIR_DUMP_DIR", "if set, dump the IR after every pass and every kernel's CUDA source here"),
-    Knob("TILEMLIR_CUDA_OVERRIDE", "directory of hand-edited <kernel>.cu files used instead of the generated source"),
+    Knob("TILEMLIR_DUMP_DIR", "if set, dump the IR after every pass and every kernel's CUDA source "
+                              "(as <kernel>-<hash>.cu) here"),
+    Knob("TILEMLIR_CUDA_OVERRIDE", "directory of hand-edited <kernel>-<hash>.cu files (kernel.override_file) used "
+                                   "instead of the generated source"),
     Knob("TILEMLIR_DISABLE_CACHE", "1 disables the disk cache"),
     Knob("TILEMLIR_PROVER_TIMEOUT_MS", "per-query Z3 timeout in milliseconds (default 50)"),
     Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),

@@ -4,14 +4,17 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 
 import pytest
 
+from tilemlir.errors import CompileError
 from tilemlir.runtime import cache
 from tilemlir.runtime import builder as builder_module
 from tilemlir.runtime.artifact import load
 from tilemlir.runtime.builder import build
+from tilemlir.runtime.kernel import override_file_name
 from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -148,24 +151,66 @@ def test_build_compiles_once_then_hits_the_cache(monkeypatch, caplog):
         build(SOURCE, SIGNATURE, arch="sm_90a", fmad=False)
 
 
-def test_cuda_override_directory_replaces_the_generated_source(tmp_path, monkeypatch, caplog):
+OVERRIDE_NAME = re.compile(r"^axpy-[0-9a-f]{12}\.cu$")
+
+
+@pytest.fixture
+def override(tmp_path, monkeypatch):
+    directory = tmp_path / "override"
+    directory.mkdir()
+    monkeypatch.setenv("TILEMLIR_CUDA_OVERRIDE", str(directory))
+    return directory
+
+
+def test_cuda_override_directory_replaces_the_generated_source(override, caplog):
+    name = override_file_name(SOURCE, SIGNATURE)
+    assert OVERRIDE_NAME.match(name) and build(SOURCE, SIGNATURE, arch="sm_90a").override_file == name
     edited = SOURCE.replace("a * x[i] + y[i]", "y[i] + a * x[i]")
-    override = tmp_path / "override"
-    override.mkdir()
-    (override / "axpy.cu").write_text(edited)
-    monkeypatch.setenv("TILEMLIR_CUDA_OVERRIDE", str(override))
+    (override / name).write_text(edited)
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
         kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
-    assert kernel.cuda_source() == edited
-    assert any("TILEMLIR_CUDA_OVERRIDE" in r.message and "axpy.cu" in r.message for r in caplog.records)
+    assert kernel.cuda_source() == edited and kernel.override_file == name
+    assert any(f"compiling {override / name} instead of the generated source of axpy" in r.message
+               for r in caplog.records)
     other = SIGNATURE.__class__.from_dict(dict(SIGNATURE.to_dict(), name="axpy2"))
     assert build(SOURCE.replace("axpy(", "axpy2("), other, arch="sm_90a").cuda_source().count("axpy2(") == 1
 
 
-def test_dump_dir_receives_the_compiled_source(tmp_path, monkeypatch):
+def test_an_override_of_one_kernel_is_not_compiled_into_another_of_the_same_name(override, caplog):
+    (override / override_file_name(SOURCE, SIGNATURE)).write_text(SOURCE.replace("a * x[i] + y[i]", "0.0f"))
+    subtract = SOURCE.replace("a * x[i] + y[i]", "a * x[i] - y[i]")
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        other = build(subtract, SIGNATURE, arch="sm_90a")
+    assert other.cuda_source() == subtract and other.override_file != override_file_name(SOURCE, SIGNATURE)
+    assert any(f"{override} has {override_file_name(SOURCE, SIGNATURE)} but not {other.override_file}" in r.message
+               for r in caplog.records)
+
+
+def test_an_override_file_by_the_bare_kernel_name_is_not_used_and_the_warning_names_the_file(override, caplog):
+    (override / "axpy.cu").write_text(SOURCE.replace("a * x[i] + y[i]", "0.0f"))
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
+    assert kernel.cuda_source() == SOURCE
+    assert any(f"has axpy.cu but not {kernel.override_file}" in r.message for r in caplog.records)
+
+
+def test_an_override_whose_parameters_differ_is_an_error_naming_the_file(override):
+    path = override / override_file_name(SOURCE, SIGNATURE)
+    path.write_text(SOURCE.replace("float a, long long N", "double a, long long N"))
+    with pytest.raises(CompileError, match=f"the TILEMLIR_CUDA_OVERRIDE file {re.escape(str(path))}: the parameters "
+                                           r"of extern \"C\" __global__ axpy do not match .*parameter 3 is the float32 "
+                                           r"scalar a \(`float a`\), declared `double a`"):
+        build(SOURCE, SIGNATURE, arch="sm_90a")
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(CompileError, match=f"the TILEMLIR_CUDA_OVERRIDE file {re.escape(str(path))} is not UTF-8"):
+        build(SOURCE, SIGNATURE, arch="sm_90a")
+
+
+def test_dump_dir_receives_the_compiled_source_under_the_override_name(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEMLIR_DUMP_DIR", str(tmp_path / "dump"))
-    build(SOURCE, SIGNATURE, arch="sm_90a")
-    assert (tmp_path / "dump" / "axpy.cu").read_text() == SOURCE
+    kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
+    assert OVERRIDE_NAME.match(kernel.override_file)
+    assert (tmp_path / "dump" / kernel.override_file).read_text() == SOURCE
 
 
 def test_with_cuda_source_keeps_signature_and_options():
@@ -174,6 +219,7 @@ def test_with_cuda_source_keeps_signature_and_options():
     tuned = kernel.with_cuda_source(edited)
     assert tuned.cuda_source() == edited and tuned.signature == SIGNATURE
     assert tuned.options == kernel.options and tuned.cubin != kernel.cubin
+    assert tuned.override_file == kernel.override_file == override_file_name(SOURCE, SIGNATURE)
 
 
 def _entry_of(source, signature, options):
@@ -229,3 +275,14 @@ def test_a_whole_entry_of_another_kernel_under_the_key_is_discarded(monkeypatch,
     assert again.signature == SIGNATURE and again.signature.block == (128, 1, 1)
     assert any("another signature than the kernel's" in r.message for r in caplog.records)
     assert cache.lookup(key).signature == SIGNATURE
+
+
+def test_with_cuda_source_refuses_a_source_whose_parameters_differ():
+    kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
+    edited = SOURCE.replace("float a, long long N", "long long N")
+    with pytest.raises(CompileError, match=r"the source given to with_cuda_source: the parameters of extern \"C\" "
+                                           r"__global__ axpy do not match .* it declares 3 parameters, the "
+                                           r"signature has 4"):
+        kernel.with_cuda_source(edited.replace("a * x[i]", "2.0f * x[i]"))
+    with pytest.raises(CompileError, match="the source given to with_cuda_source declares no extern"):
+        kernel.with_cuda_source(SOURCE.replace("axpy(", "axpy_tuned("))
