@@ -32,6 +32,7 @@ KNOBS = (
 @dataclass(frozen=True)
 class Settings:
     cache_dir: Path
+    state_dir: Path  # $XDG_STATE_HOME/tilemlir: what must not live in the cache (native.py)
     dump_dir: Path | None
     cuda_override: Path | None
     disable_cache: bool
@@ -52,6 +53,7 @@ def settings() -> Settings:
     default_cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tilemlir"
     return Settings(
         cache_dir=_path(env.get("TILEMLIR_CACHE_DIR")) or default_cache,
+        state_dir=Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tilemlir",
         dump_dir=_path(env.get("TILEMLIR_DUMP_DIR")),
         cuda_override=_path(env.get("TILEMLIR_CUDA_OVERRIDE")),
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),

@@ -8,6 +8,11 @@ Entries are artifact directories (see artifact.py) with a manifest, under
 the compile options including the arch, and `toolchain_identity()` (the
 NVRTC and tilemlir versions).
 
+The cache is used only while its directory is private (private_dir.py:
+owned by this user or root and writable by no one else, up to /): in one
+others may write, they could plant a cubin under a key. Otherwise nothing
+is read or stored there, after a warning, and kernels compile every time.
+
 Writing: an entry is written in a private temporary directory, its
 ``manifest.json`` (the key and each file's SHA-256) last, and renamed into
 place, so readers see a whole entry or none; when two processes store one
@@ -40,6 +45,7 @@ from tilemlir.config import settings
 from tilemlir.errors import LaunchError
 from tilemlir.runtime.artifact import artifact_files, kernel_from_files, tilemlir_version
 from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
+from tilemlir.runtime.private_dir import private_dir
 from tilemlir.runtime.signature import KernelSignature
 
 log = logging.getLogger("tilemlir.runtime")
@@ -55,6 +61,10 @@ class _Damaged(Exception):
 
 def root() -> Path:
     return settings().cache_dir / LAYOUT_VERSION
+
+
+def _private_root() -> Path | None:
+    return private_dir(root(), "not using the disk cache there: every process compiles its kernels")
 
 
 def toolchain_identity() -> dict[str, str]:
@@ -77,6 +87,8 @@ def entry_dir(key: str) -> Path:
 def lookup(key: str, expect: Callable[..., str | None] | None = None):
     """The CompiledKernel stored under `key`, or None. `expect(kernel)` says what is wrong
     with a kernel read whole that is still not the one the caller asked for (None: nothing)."""
+    if _private_root() is None:
+        return None
     directory = entry_dir(key)
     try:
         handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
@@ -101,11 +113,13 @@ def lookup(key: str, expect: Callable[..., str | None] | None = None):
 def store(key: str, source: str, cubin: bytes, signature: KernelSignature, options: CompileOptions) -> Path | None:
     """Write an entry atomically (when another process stored the key first, its entry wins);
     the entry's directory, or None when it could not be written (logged: it costs only a compile)."""
+    if _private_root() is None:
+        return None
     final = entry_dir(key)
     files = artifact_files(signature, source, cubin, options)
     staging = None
     try:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        final.parent.mkdir(mode=0o700, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
         _write_entry(staging, key, files)
         try:
