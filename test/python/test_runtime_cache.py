@@ -286,3 +286,38 @@ def test_with_cuda_source_refuses_a_source_whose_parameters_differ():
         kernel.with_cuda_source(edited.replace("a * x[i]", "2.0f * x[i]"))
     with pytest.raises(CompileError, match="the source given to with_cuda_source declares no extern"):
         kernel.with_cuda_source(SOURCE.replace("axpy(", "axpy_tuned("))
+
+
+def _race(barrier, keys, cubin, failures):
+    """One of several processes storing, then reading, the same entries at the same moment."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("tilemlir.runtime").addHandler(handler)
+    for key in keys:
+        barrier.wait()
+        stored = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+        kernel = cache.lookup(key)
+        if stored != cache.entry_dir(key) or kernel is None or kernel.cubin != cubin:
+            failures.put(f"{key[:8]}: stored {stored}, read {kernel}")
+    for record in records:
+        if record.levelno >= logging.WARNING:
+            failures.put(record.getMessage())
+
+
+def test_processes_storing_one_entry_at_once_leave_it_whole(private_cache, cubin):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    keys = [cache.make_key(SOURCE, CompileOptions(), f"race {n}") for n in range(20)]
+    barrier, failures = context.Barrier(4), context.Queue()
+    racers = [context.Process(target=_race, args=(barrier, keys, cubin, failures)) for _ in range(4)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=120)
+    assert [racer.exitcode for racer in racers] == [0] * 4
+    assert failures.empty(), failures.get()
+    for key in keys:
+        assert cache.lookup(key).cubin == cubin
+    assert sorted(p.name for p in cache.root().glob("*/*")) == sorted(keys)  # no staging directory left behind
