@@ -8,7 +8,6 @@ import textwrap
 import pytest
 
 import tilemlir
-import tilemlir.language as T
 from tilemlir import source_cache
 from tilemlir.runtime import cache
 
@@ -109,9 +108,8 @@ def test_key_depends_on_the_arch_the_toolchain_and_the_compiler(monkeypatch):
     assert len(keys) == 5 and base not in keys
 
 
-def test_an_entry_for_another_arch_under_the_key_is_discarded(tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
-    cold, key = _fresh_double()
+def test_an_entry_for_another_arch_under_the_key_is_discarded(scale_factory, caplog):
+    cold, key = _fresh(scale_factory)
     assert source_cache.lookup(key, {}).arch == "sm_90a"
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
         assert source_cache.lookup(key, {"arch": "sm_80"}) is None
@@ -164,24 +162,18 @@ def test_override_and_dump_directories_bypass_the_source_cache(tmp_path, env):
     assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
 
 
-def double(N=64):
-    M = T.symbolic("M")
+@pytest.fixture
+def scale_factory(tmp_path, monkeypatch):
+    """KERNEL_FILE's factory, imported in this process, compiling into a cache of this test's own."""
+    from frontend_util import load_module
 
-    @T.prim_func
-    def double_kernel(X: T.Tensor((M, N), T.float32), Y: T.Tensor((M, N), T.float32)):
-        with T.Kernel(M, threads=64) as bx:
-            x = T.alloc_fragment((1, N), T.float32)
-            T.copy(X[bx, 0], x)
-            for i, j in T.Parallel(1, N):
-                x[i, j] = x[i, j] * 2.0
-            T.copy(x, Y[bx, 0])
-
-    return double_kernel
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    return load_module(tmp_path, KERNEL_FILE.format(scale=2.0), header="").scale.fn
 
 
-def _fresh_double():
+def _fresh(factory):
     """The kernel compiled by a new JitFunction (whose in-memory cache is empty), and its source-level key."""
-    instance = tilemlir.jit(out_idx=[1])(double).instantiate(N=64)
+    instance = tilemlir.jit(out_idx=[1])(factory).instantiate(N=256)
     return instance.compile(), source_cache.kernel_key(instance.fn, "cuda", {}, [1])
 
 
@@ -190,9 +182,9 @@ def _truncate(path):
 
 
 DAMAGE = {
-    "truncated cubin": ("double_kernel.cubin", _truncate),
-    "garbage cubin": ("double_kernel.cubin", lambda p: p.write_bytes(b"\x7fELF" + bytes(300))),
-    "missing cubin": ("double_kernel.cubin", lambda p: p.unlink()),
+    "truncated cubin": ("scale_kernel.cubin", _truncate),
+    "garbage cubin": ("scale_kernel.cubin", lambda p: p.write_bytes(b"\x7fELF" + bytes(300))),
+    "missing cubin": ("scale_kernel.cubin", lambda p: p.unlink()),
     "non-UTF-8 signature": ("signature.json", lambda p: p.write_bytes(b"\xff" + p.read_bytes())),
     "signature of another shape": ("signature.json", lambda p: p.write_text(p.read_text().replace("64", "32"))),
     "truncated manifest": ("manifest.json", _truncate),
@@ -200,18 +192,16 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
-def test_a_damaged_source_level_entry_is_discarded_and_the_kernel_compiled_again(damage, caplog, tmp_path,
-                                                                               monkeypatch):
-    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
-    cold, key = _fresh_double()
+def test_a_damaged_source_level_entry_is_discarded_and_the_kernel_compiled_again(damage, caplog, scale_factory):
+    cold, key = _fresh(scale_factory)
     assert hasattr(cold.artifact, "stage_ir")  # compiled through the frontend and the passes
     name, corrupt = DAMAGE[damage]
     corrupt(cache.entry_dir(key) / name)
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        again, _ = _fresh_double()
+        again, _ = _fresh(scale_factory)
     assert hasattr(again.artifact, "stage_ir")
     assert again.cubin == cold.cubin and again.cuda_source() == cold.cuda_source()
-    assert again.signature == cold.signature and again.signature.params[0].shape == ("M", 64)
+    assert again.signature == cold.signature and again.signature.params[0].shape == ("M", 256)
     assert any("discarding the damaged cache entry" in r.message for r in caplog.records)
-    warm, _ = _fresh_double()
+    warm, _ = _fresh(scale_factory)
     assert not hasattr(warm.artifact, "stage_ir") and warm.cubin == cold.cubin  # stored whole again
