@@ -142,7 +142,8 @@ def lookup(key: str, options: dict):
     from tilemlir.runtime.nvrtc import resolve_arch
 
     arch = resolve_arch(options.get("arch"))
-    return cache.lookup(key, lambda kernel: None if kernel.arch == arch else f"it is built for {kernel.arch}, not {arch}")
+    return cache.lookup(key, lambda kernel: None if kernel.arch == arch else
+                        f"it is built for {kernel.arch}, not {arch}")
 
 
 def store(key: str, artifact) -> None:

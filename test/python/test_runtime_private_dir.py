@@ -82,3 +82,23 @@ def test_a_cache_dir_others_may_write_is_neither_read_nor_written(tmp_path, monk
         assert cache.store(key, SOURCE, kernel.cubin, SIGNATURE, kernel.options) is None
     assert len(compiles) == 1
     assert any("not using the disk cache there" in r.message for r in caplog.records)
+
+
+def _create(barrier, path, results):
+    barrier.wait()
+    results.put(private_dir(path, "doing without") == path)
+
+
+def test_processes_creating_one_directory_at_once_all_get_it(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for trial in range(40):  # the losers of a mkdir race saw an error in about 1 creation of 25
+        barrier, results = context.Barrier(4), context.Queue()
+        racers = [context.Process(target=_create, args=(barrier, tmp_path / str(trial) / "a" / "b", results))
+                  for _ in range(4)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join(timeout=60)
+        assert [results.get(timeout=10) for _ in racers] == [True] * 4

@@ -83,7 +83,7 @@ def _make(path: Path) -> None:
         missing.append(path)
         path = path.parent
     for directory in reversed(missing):
-        directory.mkdir(mode=0o700)
+        directory.mkdir(mode=0o700, exist_ok=True)  # another process may create it first
 
 
 def _trusted_owner(info: os.stat_result) -> bool:
