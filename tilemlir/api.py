@@ -241,7 +241,7 @@ class JitFunction:
     def _cached(self, source_key: str, target: str, options: dict) -> "Kernel | None":
         from tilemlir import source_cache
 
-        hit = source_cache.lookup(source_key)
+        hit = source_cache.lookup(source_key, options)
         return Kernel(self, target, options, hit) if hit is not None else None
 
     def _compile_fresh(self, target: str, options: dict) -> "Kernel":

@@ -19,8 +19,10 @@ class Knob:
 
 KNOBS = (
     Knob("TILEMLIR_CACHE_DIR", "directory of the compiled-kernel disk cache (default: ~/.cache/tilemlir)"),
-    Knob("TILEMLIR_DUMP_DIR", "if set, dump the IR after every pass and every kernel's CUDA source here"),
-    Knob("TILEMLIR_CUDA_OVERRIDE", "directory of hand-edited <kernel>.cu files used instead of the generated source"),
+    Knob("TILEMLIR_DUMP_DIR", "if set, dump the IR after every pass and every kernel's CUDA source "
+                              "(as <kernel>-<hash>.cu) here"),
+    Knob("TILEMLIR_CUDA_OVERRIDE", "directory of hand-edited <kernel>-<hash>.cu files (kernel.override_file) used "
+                                   "instead of the generated source"),
     Knob("TILEMLIR_DISABLE_CACHE", "1 disables the disk cache"),
     Knob("TILEMLIR_PROVER_TIMEOUT_MS", "per-query Z3 timeout in milliseconds (default 50)"),
     Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),
@@ -30,6 +32,7 @@ KNOBS = (
 @dataclass(frozen=True)
 class Settings:
     cache_dir: Path
+    state_dir: Path  # $XDG_STATE_HOME/tilemlir: what must not live in the cache (native.py)
     dump_dir: Path | None
     cuda_override: Path | None
     disable_cache: bool
@@ -50,6 +53,7 @@ def settings() -> Settings:
     default_cache = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tilemlir"
     return Settings(
         cache_dir=_path(env.get("TILEMLIR_CACHE_DIR")) or default_cache,
+        state_dir=Path(env.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "tilemlir",
         dump_dir=_path(env.get("TILEMLIR_DUMP_DIR")),
         cuda_override=_path(env.get("TILEMLIR_CUDA_OVERRIDE")),
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),

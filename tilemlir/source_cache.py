@@ -41,6 +41,13 @@ def compiler_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def compiler_identity() -> dict[str, str]:
+    """The compiler's part of every key: what the generated CUDA and its cubin depend on besides the kernel."""
+    from tilemlir.runtime.cache import toolchain_identity
+
+    return {"files": compiler_fingerprint(), **toolchain_identity()}
+
+
 def _file_stamp(path: str | None) -> str:
     """A module's attributes are read through it at compile time: its file's size and time
     stand for them (the compiler's own files are in the fingerprint already)."""
@@ -111,6 +118,8 @@ def _closure(fn: types.FunctionType, depth: int) -> list:
 
 def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any) -> str | None:
     """The source-level cache key of kernel function `fn`, or None if it cannot have one."""
+    from tilemlir.runtime.nvrtc import resolve_arch
+
     try:
         material = {
             "source": _function_source(fn),
@@ -119,19 +128,22 @@ def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any)
             "target": target,
             "options": sorted((k, repr(v)) for k, v in options.items()),
             "out_idx": repr(out_idx),
-            "compiler": compiler_fingerprint(),
+            "arch": resolve_arch(options.get("arch")),
+            "compiler": compiler_identity(),
         }
     except Uncacheable:
         return None
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def lookup(key: str):
-    """The cached CompiledKernel stored under `key`, or None (loading it imports no MLIR)."""
-    from tilemlir.runtime import cache, load
+def lookup(key: str, options: dict):
+    """The cached CompiledKernel stored under `key` for the jit `options`, or None (loading it imports no MLIR)."""
+    from tilemlir.runtime import cache
+    from tilemlir.runtime.nvrtc import resolve_arch
 
-    hit = cache.lookup(key)
-    return load(hit) if hit is not None else None
+    arch = resolve_arch(options.get("arch"))
+    return cache.lookup(key, lambda kernel: None if kernel.arch == arch else
+                        f"it is built for {kernel.arch}, not {arch}")
 
 
 def store(key: str, artifact) -> None:

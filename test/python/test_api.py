@@ -177,3 +177,37 @@ def test_factory_must_return_a_kernel(tmp_path):
     """)
     with pytest.raises(CompileError, match="factory 'make' must return a kernel function, got int"):
         module.make.instantiate()
+
+
+SCALED = """
+    @tilemlir.jit(out_idx=[1])
+    def scaled(factor=2.0, block=128):
+        @T.prim_func
+        def kernel(X: T.Tensor((M,), T.float32), Y: T.Tensor((M,), T.float32)):
+            with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
+                x = T.alloc_fragment((block,), T.float32)
+                T.copy(X[bx * block], x)
+                for i in T.Parallel(block):
+                    x[i] = x[i] * factor
+                T.copy(x, Y[bx * block])
+
+        return kernel
+"""
+
+
+def test_an_override_applies_to_its_own_kernel_only_though_all_are_named_kernel(tmp_path, monkeypatch):
+    module = load_module(tmp_path, SCALED)
+    twice, thrice, wide = module.scaled(2.0), module.scaled(3.0), module.scaled(2.0, 256)
+    assert twice.name == thrice.name == wide.name == "kernel"
+    assert thrice.signature == twice.signature  # the same parameters: only the body differs
+    names = {k.override_file for k in (twice, thrice, wide)}
+    assert len(names) == 3 and all(n.startswith("kernel-") for n in names)
+    override = tmp_path / "override"
+    override.mkdir()
+    edited = twice.cuda_source().replace("2.0f", "2.5f")
+    assert edited != twice.cuda_source()
+    (override / twice.override_file).write_text(edited)
+    monkeypatch.setenv("TILEMLIR_CUDA_OVERRIDE", str(override))
+    scaled = tilemlir.jit(out_idx=[1])(module.scaled.fn)  # a new jit function: nothing compiled in memory yet
+    assert scaled(2.0).cuda_source() == edited
+    assert scaled(3.0).cuda_source() == thrice.cuda_source() and scaled(2.0, 256).cuda_source() == wide.cuda_source()

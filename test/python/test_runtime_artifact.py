@@ -123,6 +123,25 @@ def test_load_reports_a_broken_directory(tmp_path):
         load(tmp_path)
 
 
+
+@pytest.mark.parametrize("name, damage, message", [
+    ("row_scale.cubin", lambda b: b[: len(b) // 2], "the cubin is truncated"),
+    ("row_scale.cubin", lambda b: b[:-1], "the cubin is truncated"),
+    ("row_scale.cubin", lambda b: b"\x7fELF" + bytes(len(b) - 4), "the cubin is not a 64-bit ELF image"),
+    ("row_scale.cubin", lambda b: b[:18] + b"\x3e\x00" + b[20:], "the cubin.s ELF machine is 62, not CUDA"),
+    ("signature.json", lambda b: b.replace(b'"row_scale"', b'"row_\xffscale"'), "signature.json is not UTF-8"),
+    ("row_scale.cu", lambda b: b"\xc3" + b, "row_scale.cu is not UTF-8"),
+    ("build.json", lambda b: b.replace(b'"sm_90a"', b"90"), "build.json: arch 90 is not a valid arch"),
+    ("build.json", lambda b: b.replace(b'"fmad": true', b'"fmad": "yes"'), "build.json: fmad 'yes' is not a valid fmad"),
+    ("build.json", lambda b: b"[]", "build.json is not a JSON object"),
+])
+def test_load_names_what_is_wrong_with_a_damaged_file(kernel, tmp_path, name, damage, message):
+    out = kernel.export(tmp_path / "export")
+    (out / name).write_bytes(damage((out / name).read_bytes()))
+    with pytest.raises(LaunchError, match=f"export is not a loadable tilemlir artifact: {message}"):
+        load(out)
+
+
 def run_python(code: str) -> str:
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                             cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, timeout=120)

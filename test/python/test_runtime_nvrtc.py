@@ -75,6 +75,8 @@ def test_arch_names_are_normalized_and_checked():
         normalize_arch("sm_20")
     with pytest.raises(CompileError, match="arch 'hopper' is not of the form sm_XX"):
         normalize_arch("hopper")
+    with pytest.raises(CompileError, match="arch 90 is not of the form sm_XX"):
+        normalize_arch(90)
 
 
 def test_headers_come_from_the_pip_wheel_and_version_is_known():

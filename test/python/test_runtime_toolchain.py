@@ -52,3 +52,19 @@ def test_a_corrupt_memo_is_replaced(fresh):
     version, _ = toolchain.nvrtc_facts()
     assert json.loads(fresh.read_text())[toolchain.fingerprint()]["version"] == version
     assert [p.name for p in fresh.parent.iterdir()] == [toolchain.MEMO_FILE]
+
+
+@pytest.mark.parametrize("entry", ["a string", {"version": 12, "archs": [90]}, {"version": "12.8"},
+                                   {"version": "12.8", "archs": "90"}, {"version": "12.8", "archs": [90.0]}])
+def test_a_memo_entry_of_the_wrong_shape_is_asked_again(fresh, entry):
+    fresh.parent.mkdir(parents=True)
+    fresh.write_text(json.dumps({toolchain.fingerprint(): entry}))
+    assert toolchain.nvrtc_facts() == (nvrtc.query_version(), nvrtc.query_archs())
+    assert json.loads(fresh.read_text())[toolchain.fingerprint()]["version"] == nvrtc.query_version()
+
+
+def test_a_memo_in_a_cache_others_may_write_is_not_used(fresh, monkeypatch):
+    fresh.parent.mkdir(parents=True)
+    fresh.write_text(json.dumps({toolchain.fingerprint(): {"version": "42.1", "archs": [90]}}))
+    fresh.parent.chmod(0o777)
+    assert toolchain.nvrtc_facts()[0] == nvrtc.query_version() != "42.1"

@@ -1,12 +1,15 @@
 """The source-level disk cache: a CUDA kernel compiled before loads in a new process without MLIR."""
 
+import logging
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+import tilemlir
 from tilemlir import source_cache
+from tilemlir.runtime import cache
 
 KERNEL_FILE = textwrap.dedent('''
     import tilemlir
@@ -39,8 +42,20 @@ PROBE = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path, env):
-    result = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path)], capture_output=True, text=True, env=env,
+ARCH_PROBE = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from tilemlir.runtime import driver
+    if len(sys.argv) > 2:
+        driver.current_arch = lambda: sys.argv[2]  # the GPU of this "machine"
+    import kernels
+    k = kernels.scale(N=256)
+    print("mlir" if "torch_mlir" in sys.modules else "no-mlir", k.arch, k.cubin[:4] == b"\\x7fELF")
+''')
+
+
+def _run(tmp_path, env, probe=PROBE, *args):
+    result = subprocess.run([sys.executable, "-c", probe, str(tmp_path), *args], capture_output=True, text=True, env=env,
                             timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout.split()
@@ -59,6 +74,46 @@ def test_second_process_loads_without_mlir_and_a_changed_constant_recompiles(tmp
     assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
     (tmp_path / "kernels.py").write_text(KERNEL_FILE.format(scale=3.0))
     assert _run(tmp_path, env) == ["mlir", "0", "1"]
+
+
+def test_a_kernel_cached_without_a_gpu_is_not_served_to_another_arch(tmp_path, env):
+    (tmp_path / "kernels.py").write_text(KERNEL_FILE.format(scale=2.5))
+    assert _run(tmp_path, env, ARCH_PROBE) == ["mlir", "sm_90a", "True"]  # no GPU here: sm_90a
+    assert _run(tmp_path, env, ARCH_PROBE, "sm_80") == ["mlir", "sm_80", "True"]
+    assert _run(tmp_path, env, ARCH_PROBE, "sm_80") == ["no-mlir", "sm_80", "True"]
+    assert _run(tmp_path, env, ARCH_PROBE) == ["no-mlir", "sm_90a", "True"]
+
+
+def test_key_depends_on_the_arch_the_toolchain_and_the_compiler(monkeypatch):
+    from tilemlir.runtime import nvrtc, toolchain
+
+    def kernel():
+        return 1
+
+    base = source_cache.kernel_key(kernel, "cuda", {}, None)
+    assert base == source_cache.kernel_key(kernel, "cuda", {}, None)
+    keys = {source_cache.kernel_key(kernel, "cuda", {"arch": "sm_80"}, None)}
+    with monkeypatch.context() as patch:
+        patch.setattr(nvrtc, "default_arch", lambda: "sm_86")
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    with monkeypatch.context() as patch:
+        patch.setattr(toolchain, "nvrtc_facts", lambda: ("99.0", (80, 90)))
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    with monkeypatch.context() as patch:
+        patch.setattr(tilemlir, "__version__", "9.9.9", raising=False)
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    with monkeypatch.context() as patch:
+        patch.setattr(source_cache, "compiler_fingerprint", lambda: "edited")
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    assert len(keys) == 5 and base not in keys
+
+
+def test_an_entry_for_another_arch_under_the_key_is_discarded(scale_factory, caplog):
+    cold, key = _fresh(scale_factory)
+    assert source_cache.lookup(key, {}).arch == "sm_90a"
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        assert source_cache.lookup(key, {"arch": "sm_80"}) is None
+    assert any("built for sm_90a, not sm_80" in r.message for r in caplog.records)
 
 
 def test_a_value_without_a_faithful_description_makes_the_kernel_uncacheable():
@@ -105,3 +160,48 @@ def test_override_and_dump_directories_bypass_the_source_cache(tmp_path, env):
     for knob in ("TILEMLIR_CUDA_OVERRIDE", "TILEMLIR_DUMP_DIR"):
         assert _run(tmp_path, {**env, knob: str(tmp_path / knob)}) == ["mlir", "1", "0"]
     assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
+
+
+@pytest.fixture
+def scale_factory(tmp_path, monkeypatch):
+    """KERNEL_FILE's factory, imported in this process, compiling into a cache of this test's own."""
+    from frontend_util import load_module
+
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    return load_module(tmp_path, KERNEL_FILE.format(scale=2.0), header="").scale.fn
+
+
+def _fresh(factory):
+    """The kernel compiled by a new JitFunction (whose in-memory cache is empty), and its source-level key."""
+    instance = tilemlir.jit(out_idx=[1])(factory).instantiate(N=256)
+    return instance.compile(), source_cache.kernel_key(instance.fn, "cuda", {}, [1])
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[:-7])
+
+
+DAMAGE = {
+    "truncated cubin": ("scale_kernel.cubin", _truncate),
+    "garbage cubin": ("scale_kernel.cubin", lambda p: p.write_bytes(b"\x7fELF" + bytes(300))),
+    "missing cubin": ("scale_kernel.cubin", lambda p: p.unlink()),
+    "non-UTF-8 signature": ("signature.json", lambda p: p.write_bytes(b"\xff" + p.read_bytes())),
+    "signature of another shape": ("signature.json", lambda p: p.write_text(p.read_text().replace("64", "32"))),
+    "truncated manifest": ("manifest.json", _truncate),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_source_level_entry_is_discarded_and_the_kernel_compiled_again(damage, caplog, scale_factory):
+    cold, key = _fresh(scale_factory)
+    assert hasattr(cold.artifact, "stage_ir")  # compiled through the frontend and the passes
+    name, corrupt = DAMAGE[damage]
+    corrupt(cache.entry_dir(key) / name)
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        again, _ = _fresh(scale_factory)
+    assert hasattr(again.artifact, "stage_ir")
+    assert again.cubin == cold.cubin and again.cuda_source() == cold.cuda_source()
+    assert again.signature == cold.signature and again.signature.params[0].shape == ("M", 256)
+    assert any("discarding the damaged cache entry" in r.message for r in caplog.records)
+    warm, _ = _fresh(scale_factory)
+    assert not hasattr(warm.artifact, "stage_ir") and warm.cubin == cold.cubin  # stored whole again

@@ -20,6 +20,7 @@ general path below, which raises the LaunchError.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import logging
 import sys
 import threading
@@ -39,14 +40,28 @@ from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 log = logging.getLogger("tilemlir.runtime")
 
 
+def override_file_name(source: str, signature: KernelSignature) -> str:
+    """The file that replaces generated `source` of kernel `signature` in ``TILEMLIR_CUDA_OVERRIDE``:
+    ``<name>-<12 hex digits of the SHA-256 of the source and the signature>.cu``. The hash makes it
+    one kernel's: kernels of one name (every factory instance of a `kernel`) get different files, and
+    a file made from an older generated source of this kernel no longer applies."""
+    digest = hashlib.sha256(source.encode() + b"\0" + signature.to_json().encode()).hexdigest()
+    return f"{signature.name}-{digest[:12]}.cu"
+
+
 class CompiledKernel:
-    """A launchable kernel. Thread-safe; modules load lazily, once per CUDA context."""
+    """A launchable kernel. Thread-safe; modules load lazily, once per CUDA context.
+
+    `override_file` names the ``TILEMLIR_CUDA_OVERRIDE`` file that replaces its generated
+    source (`override_file_name`; `build` keeps the generated source's name when it compiled an
+    override)."""
 
     def __init__(self, signature: KernelSignature, source: str, cubin: bytes, options: CompileOptions):
         self._signature = signature
         self._source = source
         self._cubin = cubin
         self.options = options
+        self.override_file = override_file_name(source, signature)
         self._binder = ArgumentBinder(signature)
         inputs = self._binder.inputs
         self._n_inputs = len(inputs)
@@ -88,13 +103,16 @@ class CompiledKernel:
     def with_cuda_source(self, source: str, *, fmad: bool | None = None, fast_math: bool | None = None,
                          use_cache: bool = True) -> "CompiledKernel":
         """A new kernel compiled from edited `source`, with this kernel's signature
-        (same argument checks, grid, outputs) and options unless overridden."""
+        (same argument checks, grid, outputs) and options unless overridden. Its
+        `extern "C" __global__` function must keep this kernel's name and parameters."""
         from tilemlir.runtime.builder import build
 
-        return build(source, self._signature, arch=self.options.arch,
-                     fmad=self.options.fmad if fmad is None else fmad,
-                     fast_math=self.options.fast_math if fast_math is None else fast_math,
-                     use_cache=use_cache, apply_override=False)
+        tuned = build(source, self._signature, arch=self.options.arch,
+                      fmad=self.options.fmad if fmad is None else fmad,
+                      fast_math=self.options.fast_math if fast_math is None else fast_math,
+                      use_cache=use_cache, apply_override=False, origin="the source given to with_cuda_source")
+        tuned.override_file = self.override_file  # still the file that replaces the generated source
+        return tuned
 
     def export(self, directory: str | Path) -> Path:
         """Write `<name>.cu`, `<name>.cubin`, `signature.json`, `build.json` and a

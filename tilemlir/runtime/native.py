@@ -6,6 +6,20 @@ kept in the cache directory, ``<cache dir>/native/<hash>/``), and imports
 it; it returns None, and the fast path then calls the driver through ctypes,
 when there is no compiler or no Python.h.
 
+Importing a library runs its code, so `load()` imports only a library this
+process built, or one whose SHA-256 matches the one recorded when this
+installation built it. The record is kept outside the cache, under
+``$XDG_STATE_HOME/tilemlir/native/`` (default ``~/.local/state``), so a
+library that reached the cache any other way (planted, or restored with a
+CI cache or a copied home, with or without a record beside it) is rebuilt
+instead. The library's directory must also be private (private_dir.py:
+owned by this user or root and writable by no one else, up to /). Where it
+is not, the launcher is built in a private temporary directory and imported
+from there, once per process (about half a second), with a warning naming
+the directory and why: refusing to run a correct kernel for a cache
+problem, or falling back silently to the slower ctypes launches, would
+hide the misconfiguration a user should fix.
+
 Why: a ctypes call of cuLaunchKernel converts eleven arguments and needs
 the kernel parameters in ctypes objects owned by the calling thread; this
 extension takes the values as Python ints and floats in one METH_FASTCALL
@@ -33,6 +47,7 @@ import ctypes
 import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -46,6 +61,7 @@ from pathlib import Path
 from types import ModuleType
 
 from tilemlir.config import settings
+from tilemlir.runtime.private_dir import private_dir, private_file, unsafe_reason
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -77,14 +93,79 @@ def _build_and_import() -> ModuleType | None:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     include = sysconfig.get_paths()["include"]
     key = hashlib.sha256(f"{SOURCE}\n{HEADERS}\n{sys.version}\n{suffix}\n{include}".encode()).hexdigest()[:24]
-    library = settings().cache_dir / "native" / key / f"{MODULE_NAME}{suffix}"
-    if not library.is_file():
-        start = time.perf_counter()
-        error = _compile(library, include)
-        if error is not None:
-            log.debug("no native launcher (%s); the fast path calls the driver through ctypes", error)
+    directory = private_dir(settings().cache_dir / "native" / key,
+                            "building the native launcher in a private temporary directory, in every process")
+    if directory is None:
+        return _build_privately(suffix, include)
+    library = directory / f"{MODULE_NAME}{suffix}"
+    records = private_dir(settings().state_dir / "native",
+                          "the native launcher cannot be checked against a record: every process builds it again")
+    if records is None or not _matches_record(library, _record_file(records, library)):
+        if not _build(library, include):
             return None
-        log.debug("built the native launcher %s in %.2f s", library, time.perf_counter() - start)
+        if records is not None:
+            _record(library, _record_file(records, library))
+    return _import(library)
+
+
+def _build(library: Path, include: str) -> bool:
+    start = time.perf_counter()
+    error = _compile(library, include)
+    if error is not None:
+        log.debug("no native launcher (%s); the fast path calls the driver through ctypes", error)
+        return False
+    log.debug("built the native launcher %s in %.2f s", library, time.perf_counter() - start)
+    return True
+
+
+def _build_privately(suffix: str, include: str) -> ModuleType | None:
+    with tempfile.TemporaryDirectory(prefix="tilemlir-native-") as scratch:
+        reason = unsafe_reason(Path(scratch))
+        if reason is not None:
+            log.warning("no private directory to build the native launcher in (%s); using ctypes", reason)
+            return None
+        library = Path(scratch, f"{MODULE_NAME}{suffix}")
+        return _import(library) if _build(library, include) else None  # imported, it outlives its file
+
+
+def _record_file(records: Path, library: Path) -> Path:
+    return records / f"{hashlib.sha256(str(library).encode()).hexdigest()[:32]}.json"
+
+
+def _matches_record(library: Path, record: Path) -> bool:
+    """Whether `library` is the one this installation built: a private file with the SHA-256 in `record`."""
+    if not library.exists():
+        return False
+    try:
+        recorded = json.loads(record.read_text())["sha256"] if private_file(record) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = None
+    if recorded is None:
+        log.debug("no record of building the native launcher %s here; building it again", library)
+        return False
+    if not private_file(library) or hashlib.sha256(library.read_bytes()).hexdigest() != recorded:
+        log.warning("the native launcher %s is not the one built here (its SHA-256 is not the one recorded in %s); "
+                    "building it again", library, record)
+        return False
+    return True
+
+
+def _record(library: Path, record: Path) -> None:
+    """Write `library`'s SHA-256 to `record` (atomic replace); a failure only costs a rebuild."""
+    entry = {"library": str(library), "sha256": hashlib.sha256(library.read_bytes()).hexdigest()}
+    staging = None
+    try:
+        handle, staging = tempfile.mkstemp(prefix=".record-", dir=record.parent)
+        with os.fdopen(handle, "w") as out:
+            json.dump(entry, out)
+        os.replace(staging, record)
+    except OSError as exc:
+        log.warning("could not record the native launcher's hash in %s: %s", record, exc)
+        if staging is not None and os.path.exists(staging):
+            os.unlink(staging)
+
+
+def _import(library: Path) -> ModuleType | None:
     loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(library))
     spec = importlib.util.spec_from_file_location(MODULE_NAME, library, loader=loader)
     try:
@@ -110,8 +191,10 @@ def _compile(library: Path, include: str, source_text: str = SOURCE) -> str | No
             source = Path(scratch, "launch.c")
             source.write_text(source_text)
             built = Path(scratch, library.name)
-            command = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{HERE}", str(source), "-o", str(built)]
-            result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            # Relative names in the scratch directory: the library holds no random path, so every
+            # build of one source is byte-identical and concurrent builds record one SHA-256.
+            command = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", f"-I{HERE}", source.name, "-o", built.name]
+            result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=scratch)
             if result.returncode != 0:
                 return f"{compiler} failed: {result.stderr.strip()[-2000:]}"
             os.replace(built, library)

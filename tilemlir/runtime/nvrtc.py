@@ -48,7 +48,7 @@ class CompileOptions:
 
 def normalize_arch(arch: str) -> str:
     """'90a', 'sm_90a', 'compute_90a' -> 'sm_90a'; CompileError for archs NVRTC cannot target."""
-    match = _ARCH.match(arch.strip())
+    match = _ARCH.match(arch.strip()) if isinstance(arch, str) else None
     if not match:
         raise CompileError(f"arch {arch!r} is not of the form sm_XX (e.g. sm_90a)")
     number, suffix = int(match.group(1)), match.group(2)
@@ -57,6 +57,11 @@ def normalize_arch(arch: str) -> str:
         raise CompileError(f"arch sm_{number}{suffix} is not supported by NVRTC {nvrtc_version()} "
                            f"(supported: {', '.join(f'sm_{a}' for a in supported)})")
     return f"sm_{number}{suffix}"
+
+
+def resolve_arch(arch: str | None) -> str:
+    """The arch a kernel is built for: `arch` normalized, else the current GPU's (`default_arch`)."""
+    return normalize_arch(arch or default_arch())
 
 
 def default_arch() -> str:

@@ -7,7 +7,8 @@ every NVRTC library the loader could pick (path, size, mtime in the pip
 wheels, conda, CUDA_HOME/CUDA_PATH, /usr/local/cuda and the system library
 dirs) plus the cuda-bindings version. Installing, upgrading or removing an
 NVRTC in any of those places changes the fingerprint, and the next process
-asks NVRTC itself.
+asks NVRTC itself. A memo entry of the wrong shape is asked again; a memo in
+a cache directory others may write (private_dir.py) is not used.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from tilemlir.config import settings
+from tilemlir.runtime.private_dir import private_dir, private_file
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -71,19 +73,28 @@ def _bindings_version() -> str:
 def nvrtc_facts() -> tuple[str, tuple[int, ...]]:
     """(NVRTC version "major.minor", supported sm numbers), from the memo or from NVRTC."""
     key = fingerprint()
-    memo = settings().cache_dir / MEMO_FILE
-    entry = _read_memo(memo).get(key)
-    if entry is not None:
+    directory = private_dir(settings().cache_dir, "not memoizing NVRTC's version there: every process asks NVRTC")
+    memo = directory / MEMO_FILE if directory is not None else None
+    entry = _read_memo(memo).get(key) if memo is not None else None
+    if _well_formed(entry):
         return entry["version"], tuple(entry["archs"])
     from tilemlir.runtime import nvrtc
 
     version, archs = nvrtc.query_version(), nvrtc.query_archs()
-    _write_memo(memo, key, {"version": version, "archs": list(archs)})
-    log.debug("asked NVRTC for its version (%s) and archs; memoized in %s", version, memo)
+    if memo is not None:
+        _write_memo(memo, key, {"version": version, "archs": list(archs)})
+        log.debug("asked NVRTC for its version (%s) and archs; memoized in %s", version, memo)
     return version, archs
 
 
+def _well_formed(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("version"), str)
+            and isinstance(entry.get("archs"), list) and all(type(a) is int for a in entry["archs"]))
+
+
 def _read_memo(memo: Path) -> dict:
+    if not private_file(memo):
+        return {}
     try:
         data = json.loads(memo.read_text())
     except (OSError, ValueError):
