@@ -241,3 +241,61 @@ def test_index_bits_64_is_granted_and_bad_values_are_refused():
                                                rf"got {re.escape(repr(bad))}"):
             emit_text(text, index_bits=bad)
 
+
+# -- tensors of 2**31 elements and more ---------------------------------------------------------------------
+
+L = T.symbolic("L")
+
+
+@tilemlir.jit(out_idx=[1])
+def last_256(X: T.Tensor((L,), "int8"), Y: T.Tensor((256,), "int8")):
+    with T.Kernel(1, threads=16) as bx:
+        y = T.alloc_fragment((256,), "int8")
+        T.copy(X[L - 256], y)
+        T.copy(y, Y[0])
+
+
+def huge_input(rng, length: int) -> np.ndarray:
+    """A zero-filled int8 array of `length` elements with a random tail: numpy's zeros are mapped lazily,
+    so only the pages the tail touches take memory (kilobytes of a 2 GiB array)."""
+    x = np.zeros(length, np.int8)
+    x[-256:] = rng.integers(-128, 128, 256, dtype=np.int8)
+    return x
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_the_cpu_target_indexes_past_2_31(level, rng):
+    x = huge_input(rng, 2**31 + 1000)
+    kernel = tilemlir.compile(last_256, target="cpu", level=level, index_bits=64)
+    assert np.array_equal(kernel(x), x[-256:])
+
+
+def test_past_2_31_elements_a_32_bit_kernel_is_refused_and_index_bits_64_runs_it(rng, tmp_path):
+    """The chosen 32-bit kernel takes 2**31 - 1 elements and refuses 2**31 + 1000 naming the option; the
+    index_bits=64 kernel takes them, and its last (only) block reads the tail exactly, on the host."""
+    narrow = emitted_cuda(last_256)
+    assert narrow.signature.index_bits == 32
+    assert binder_error(narrow.signature, (2**31 - 1,), (256,)) is None
+    assert re.fullmatch(rf"argument 'X': 2147484648 elements exceed the kernel's 32-bit indexing "
+                        rf"\(at most 2147483647\); {WIDER}", binder_error(narrow.signature, (2**31 + 1000,), (256,)))
+    wide = emitted_cuda(last_256, index_bits=64)
+    assert binder_error(wide.signature, (2**31 + 1000,), (256,)) is None
+    for emitted, length in ((narrow, 2**31 - 1), (wide, 2**31 + 1000)):
+        tail = rng.integers(-128, 128, 256, dtype=np.int8)
+        windows = {"X": Window(length - 256, tail), "Y": Window(0, np.full(256, 0x5A, np.int8))}
+        out = run_block(emitted.source, emitted.signature, (0, 0, 0), {"L": length}, windows, tmp_path)
+        assert np.array_equal(out["Y"], tail)
+
+
+def test_llm_logits_of_2_31_elements_need_index_bits_64():
+    """16384 x 131072 (a batch of LLM logits) is 2**31 elements: the chosen softmax is 32-bit and refuses
+    it, saying what to do; index_bits=64 takes it (test/gpu/test_index_width_gpu.py runs it)."""
+    from tilemlir.kernels import softmax
+
+    kernel = softmax.softmax.instantiate(N=131072, dtype="bfloat16")
+    narrow = emitted_cuda(kernel).signature
+    assert narrow.index_bits == 32 and binder_error(narrow, (16383, 131072), (16383, 131072)) is None
+    assert re.fullmatch(rf"argument 'X': 2147483648 elements exceed the kernel's 32-bit indexing "
+                        rf"\(at most 2147483647\); {WIDER}", binder_error(narrow, (16384, 131072), (16384, 131072)))
+    wide = emitted_cuda(kernel, index_bits=64).signature
+    assert wide.index_bits == 64 and binder_error(wide, (16384, 131072), (16384, 131072)) is None
