@@ -28,9 +28,11 @@ log = logging.getLogger("tilemlir.driver")
 
 TARGETS = ("cuda", "cpu")
 CPU_LEVELS = ("tile", "thread")
-_CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache")
+_CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits")
 # fast_math is accepted and has no effect on the CPU: the CPU backend is the exact reference.
-_CPU_OPTIONS = ("level", "fast_math")
+# index_bits: 32 or 64-bit index math in CUDA (None: 32 where proven exact, see emit_cuda/index_width.py);
+# the CPU backend computes it in 64 bits, so it takes 64 (or None) only.
+_CPU_OPTIONS = ("level", "fast_math", "index_bits")
 
 
 def _text(module: ir.Module) -> str:
@@ -119,9 +121,20 @@ def compile_module(module: ir.Module, info: KernelInfo, target: str, options: di
     with module.context:
         if target == "cuda":
             _check_options(options, _CUDA_OPTIONS, target)
+            _check_index_bits(options.get("index_bits"), (32, 64), target)
             return _compile_cuda(module, info, options)
         _check_options(options, _CPU_OPTIONS, target)
+        _check_index_bits(options.get("index_bits"), (64,), target)
         return _compile_cpu(module, info, options)
+
+
+def _check_index_bits(value: Any, allowed: tuple[int, ...], target: str) -> None:
+    if value is None or (type(value) is int and value in allowed):
+        return
+    choices = " or ".join(str(a) for a in allowed)
+    why = "; the CPU backend (the reference) computes index math in 64 bits" if target == "cpu" and value == 32 else ""
+    raise CompileError(f"option index_bits for target '{target}' must be {choices}, or None to let the compiler "
+                       f"choose, got {value!r}{why}")
 
 
 def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> CompiledArtifact:
@@ -130,7 +143,7 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> Compile
 
     stage_ir, seconds = run_stages(module, "final")
     start = time.perf_counter()
-    emitted = emit(module, fast_math=bool(options.get("fast_math", False)))
+    emitted = emit(module, fast_math=bool(options.get("fast_math", False)), index_bits=options.get("index_bits"))
     signature = dataclasses.replace(emitted.signature, out_idx=tuple(info.out_idx))
     seconds["emit"] = time.perf_counter() - start
     start = time.perf_counter()

@@ -31,6 +31,7 @@ class ExampleCase:
     rows: tuple = (16384, 37, 1)
     tolerance: float = 1e-2
     input_kwargs: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)  # tilemlir.compile's
 
 
 CASES = (
@@ -56,9 +57,25 @@ CASES = (
 )
 CASES_BY_NAME = {case.name: case for case in CASES}
 
+# Library kernels at 2**31 elements and more (test_index_width_gpu.py): the elementwise add with 12
+# elements a thread (a 1536-element tile: its guards leave int32 at n = 2**31 - 1, so the compiler makes
+# it 64-bit), the default int8 add and the bf16 softmax of 131072-wide rows (32-bit: the runtime refuses
+# 2**31 elements), and both with index_bits=64.
+_ELEMENTWISE, _SOFTMAX = "tilemlir.kernels.elementwise", "tilemlir.kernels.softmax"
+_LOGITS = {"N": 131072, "dtype": "bfloat16"}
+INDEX_WIDTH_CASES = (
+    ExampleCase("add_f16_elements_12", _ELEMENTWISE, "add", {"dtype": "float16", "elements": 12}),
+    ExampleCase("add_i8", _ELEMENTWISE, "add", {"dtype": "int8"}),
+    ExampleCase("add_i8_index_bits_64", _ELEMENTWISE, "add", {"dtype": "int8"}, options={"index_bits": 64}),
+    ExampleCase("softmax_logits", _SOFTMAX, "softmax", _LOGITS),
+    ExampleCase("softmax_logits_index_bits_64", _SOFTMAX, "softmax", _LOGITS, options={"index_bits": 64}),
+)
+INDEX_WIDTH_CASES_BY_NAME = {case.name: case for case in INDEX_WIDTH_CASES}
+
 
 def example_module(name: str):
-    """The examples/<name>.py module (examples/ goes on sys.path: the examples import their harness)."""
+    """The examples/<name>.py module (examples/ goes on sys.path: the examples import their harness),
+    or a dotted module of the kernel library."""
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
     return importlib.import_module(name)
@@ -74,7 +91,7 @@ def kernel_for(case: ExampleCase):
         import tilemlir
 
         factory = getattr(example_module(case.module), case.factory)
-        return tilemlir.compile(factory.instantiate(**case.params), target="cuda")
+        return tilemlir.compile(factory.instantiate(**case.params), target="cuda", **case.options)
     from tilemlir.runtime import load
 
     return load(ARTIFACTS / case.name)

@@ -95,6 +95,17 @@ def emit_text(text: str, **options):
         return emit(ir.Module.parse(text), **options)
 
 
+def emitted_cuda(fn, **options):
+    """The CUDA source and signature of a kernel function, through the whole pipeline (no GPU needed);
+    `options` are emit()'s."""
+    from tilemlir import driver
+
+    module = fn.frontend().module()
+    with module.context:
+        driver.run_stages(module, "final")
+        return emit(module, **options)
+
+
 def compile_ptx(emitted) -> str:
     nvrtc = pytest.importorskip("tilemlir.runtime.nvrtc")
     pytest.importorskip("cuda.bindings.nvrtc")
@@ -478,11 +489,12 @@ def test_if_with_results_and_dynamic_loop_bounds():
       memref.store %s, %X[%bx, %tx] : memref<?x64xf32>"""
     emitted = emit_text(kernel_module(body, [("X", "memref<?x64xf32>"), ("K", "i32")]))
     text = emitted.source
-    assert "for (int col = tx; col < K; col += 64) {" in text, body_of(text)
+    # K may be 2**31 - 1: the last `col += 64` would overflow an int, so the index math is 64-bit
+    assert "for (long long col = tx; col < (long long)K; col += 64) {" in text, body_of(text)
     assert "float xv = X[bx * 64 + col];" in text  # not folded: the if below writes X
     assert "float t;\n    if (xv > 0.0f) {\n      X[bx * 64 + col] = 0.0f;\n      t = xv;" in text
     assert "} else {\n      t = -xv;\n    }\n    acc += t;" in text
-    assert "extern \"C\" __global__ void __launch_bounds__(64) k(float* __restrict__ X, int K, int M) {" in text
+    assert "extern \"C\" __global__ void __launch_bounds__(64) k(float* __restrict__ X, int K, long long M) {" in text
     compiles(emitted)
 
 

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_emit_cuda import body_of, compiles, elementwise_module, emit_text, kernel_module, normalized
+from test_emit_cuda import body_of, compiles, elementwise_module, emit_text, emitted_cuda, kernel_module, normalized
 
 import tilemlir
 import tilemlir.language as T
@@ -90,16 +90,6 @@ def power_kernel(dtype, block=64):
                 Z[n] = T.pow(X[n], 3)
 
     return power
-
-
-def emitted_cuda(fn):
-    from tilemlir import driver
-    from tilemlir.emit_cuda import emit
-
-    module = fn.frontend().module()
-    with module.context:
-        driver.run_stages(module, "final")
-        return emit(module)
 
 
 @pytest.mark.parametrize("dtype", [*SIGNED.values(), "uint8", "uint16", "uint32", "uint64"])

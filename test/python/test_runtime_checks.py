@@ -154,7 +154,7 @@ def test_element_count_limit_for_32_bit_indexing():
     args = [FakeCudaArray((2**16, 2**15)), FakeCudaArray((2**15,)), 0.5, 3]
     assert launch_error(args, sig=matmul_like(index_bits=32)) == (
         "argument 'A': 2147483648 elements exceed the kernel's 32-bit indexing (at most 2147483647); "
-        "compile it with 64-bit indices")
+        "compile the kernel with index_bits=64 (tilemlir.compile(..., index_bits=64) or @tilemlir.jit(index_bits=64))")
     bind(args, sig=matmul_like(index_bits=64))
 
 
@@ -164,7 +164,7 @@ def test_symbols_must_fit_32_bit_indexing_even_when_every_tensor_is_empty():
     args = [FakeCudaArray((2**31, 0)), FakeCudaArray((0,)), 0.5, 3]
     assert launch_error(args, sig=matmul_like(index_bits=32)) == (
         "symbol M = 2147483648 exceeds the kernel's 32-bit indexing (at most 2147483647); "
-        "compile it with 64-bit indices")
+        "compile the kernel with index_bits=64 (tilemlir.compile(..., index_bits=64) or @tilemlir.jit(index_bits=64))")
     args[0] = FakeCudaArray((2**31 - 1, 0))
     bind(args, sig=matmul_like(index_bits=32))
     args[0] = FakeCudaArray((2**31, 0))

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from test_emit_cuda import emitted_cuda
 
 import tilemlir
 import tilemlir.language as T
@@ -419,17 +420,6 @@ def test_allocations_of_unsigned_dtypes_are_marked():
 
 UNSIGNED_C = {"uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
               "uint64": "unsigned long long"}
-
-
-def emitted_cuda(fn):
-    """The CUDA source and signature of a kernel function, through the whole pipeline (no GPU needed)."""
-    from tilemlir import driver
-    from tilemlir.emit_cuda import emit
-
-    module = fn.frontend().module()
-    with module.context:
-        driver.run_stages(module, "final")
-        return emit(module)
 
 
 def nvrtc_compiles(emitted):

@@ -1,10 +1,17 @@
-"""Cheap integer ranges of thread-level index values, for skipping guards that are trivially unneeded.
+"""Cheap integer ranges of thread-level index values: for skipping trivially unneeded guards, and for
+proving that a kernel's index math fits in 32 bits.
 
 `value_range(v)` gives `(lo, hi)` (inclusive; None = unbounded) from
 constants, thread/block ids with constant extents, loop ranges with
 constant-range bounds, static and symbolic (>= 0) dims, and add/sub/mul,
-division and remainder by positive constants, min/max, casts and affine
-maps. It never looks at facts between values: that is the prover's job.
+division, ceiling division and remainder by positive constants, min/max,
+select, casts and affine maps; inside a branch of an `scf.if` on a value
+compared with a constant (`tx < 32`: a partial tile's threads), that value
+is narrowed to where the branch runs. `Intervals(known)` does the same with the
+ranges of some values given by the caller (`known(v)`, None where it has
+no better one than the analysis): a symbolic dim bounded by what the
+runtime accepts, a scalar parameter by its C type; it keeps every range it
+computes. It never looks at facts between values: that is the prover's job.
 Index arithmetic is assumed not to wrap; a cast to a sized integer that may
 not hold the range, or an unsigned cast (`index_castui`, `extui`) of a value
 that may be negative as signed (a uint8 200 is the i8 -56), gives the range
@@ -13,6 +20,9 @@ the cast really produces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.analysis.index_terms import constant_int, enclosing, launch_sizes
 from tilemlir.mlir import ir
 
@@ -21,17 +31,17 @@ UNKNOWN: Range = (None, None)
 _MAX_DEPTH = 64
 
 
-def _add(a: Range, b: Range) -> Range:
+def add(a: Range, b: Range) -> Range:
     lo = None if a[0] is None or b[0] is None else a[0] + b[0]
     hi = None if a[1] is None or b[1] is None else a[1] + b[1]
     return lo, hi
 
 
-def _neg(a: Range) -> Range:
+def neg(a: Range) -> Range:
     return (None if a[1] is None else -a[1], None if a[0] is None else -a[0])
 
 
-def _mul(a: Range, b: Range) -> Range:
+def mul(a: Range, b: Range) -> Range:
     if None in a or None in b:
         if a == (0, 0) or b == (0, 0):
             return 0, 0
@@ -41,16 +51,28 @@ def _mul(a: Range, b: Range) -> Range:
     return min(products), max(products)
 
 
-def _floordiv(a: Range, c: int) -> Range:
+def floordiv(a: Range, c: int) -> Range:
+    """`a` divided by the positive constant `c`, rounded down."""
     return (None if a[0] is None else a[0] // c, None if a[1] is None else a[1] // c)
 
 
-def _mod(a: Range, c: int) -> Range:
+def ceildiv(a: Range, c: int) -> Range:
+    """`a` divided by the positive constant `c`, rounded up."""
+    return (None if a[0] is None else -(-a[0] // c), None if a[1] is None else -(-a[1] // c))
+
+
+def mod(a: Range, c: int) -> Range:
     if a[0] is not None and a[0] >= 0:
         if a[1] is not None and a[1] < c:
             return a
         return 0, c - 1
     return UNKNOWN
+
+
+def union(a: Range, b: Range) -> Range:
+    lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
+    hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    return lo, hi
 
 
 def _minmax(a: Range, b: Range, pick) -> Range:
@@ -87,104 +109,206 @@ def _positive_constant(value) -> int | None:
     return c if c is not None and c > 0 else None
 
 
-def value_range(value: ir.Value, depth: int = 0) -> Range:
-    if depth > _MAX_DEPTH:
-        return UNKNOWN
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return _block_arg_range(value, owner, depth)
-    op = owner.operation if isinstance(owner, ir.OpView) else owner
-    return _op_range(op, value, depth)
+# the gpu.launch region arguments (block ids, thread ids, grid sizes, block sizes) an id op reads
+_LAUNCH_ARGS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
+_DIVISIONS = {"arith.divsi": floordiv, "arith.divui": floordiv, "arith.floordivsi": floordiv,
+              "arith.ceildivsi": ceildiv, "arith.ceildivui": ceildiv, "arith.remsi": mod, "arith.remui": mod}
 
 
-def _rng(value, depth):
-    return value_range(value, depth + 1)
+class Intervals:
+    """Ranges of the values of one function; `known(v)` gives those the caller knows better (or None)."""
 
+    def __init__(self, known: Callable[[ir.Value], Range | None] | None = None):
+        self._known = known
+        self._memo: dict[ir.Value, Range] = {}
+        self._capped = False  # whether the query under way met the depth limit
 
-def _block_arg_range(value, block: ir.Block, depth: int) -> Range:
-    op = block.owner
-    op = op.operation if isinstance(op, ir.OpView) else op
-    index = value.arg_number
-    if op.name == "gpu.launch":
-        sizes = launch_sizes(op)
-        if index >= 6:
-            return _rng(sizes[index - 6], depth)
-        hi = _rng(sizes[index], depth)[1]
-        return 0, None if hi is None else hi - 1
-    if op.name == "scf.for" and index == 0:
-        lo = _rng(op.operands[0], depth)[0]
-        hi = _rng(op.operands[1], depth)[1]
-        return lo, None if hi is None else hi - 1
-    return UNKNOWN
-
-
-def _op_range(op: ir.Operation, value: ir.Value, depth: int) -> Range:
-    name = op.name
-    if name == "arith.constant":
-        c = constant_int(value)
-        return UNKNOWN if c is None else (c, c)
-    if name in ("arith.index_cast", "arith.extsi"):
-        return _fitted(_rng(op.operands[0], depth), value.type)
-    if name in ("arith.index_castui", "arith.extui"):
-        return _fitted(_as_unsigned(_rng(op.operands[0], depth), op.operands[0].type), value.type)
-    if name == "memref.dim":
-        dim = constant_int(op.operands[1])
-        if dim is None:
-            return 0, None
-        size = op.operands[0].type.shape[dim]
-        return (0, None) if size == ir.ShapedType.get_dynamic_size() else (size, size)
-    if name in ("gpu.thread_id", "gpu.block_id"):
-        launch = enclosing(op, "gpu.launch")
-        if launch is None:
-            return 0, None
-        axis = "xyz".index(str(op.attributes["dimension"]).split()[-1].rstrip(">"))
-        base = 3 if name == "gpu.thread_id" else 0
-        return _rng(launch.regions[0].blocks[0].arguments[base + axis], depth)
-    if name == "affine.apply":
-        return _affine_range(op, depth)
-    operands = list(op.operands)
-    if name in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi"):
-        a, b = _rng(operands[0], depth), _rng(operands[1], depth)
-        result = {
-            "arith.addi": lambda: _add(a, b),
-            "arith.subi": lambda: _add(a, _neg(b)),
-            "arith.muli": lambda: _mul(a, b),
-            "arith.minsi": lambda: _minmax(a, b, min),
-            "arith.maxsi": lambda: _minmax(a, b, max),
-        }[name]()
-        return _fitted(result, value.type)  # a sized integer wraps
-    if name in ("arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"):
-        c = _positive_constant(operands[1])
-        a = _rng(operands[0], depth)
-        if c is None or a[0] is None or a[0] < 0:
+    def range(self, value: ir.Value, depth: int = 0) -> Range:
+        if value in self._memo:
+            return self._memo[value]
+        if depth > _MAX_DEPTH:
+            self._capped = True
             return UNKNOWN
-        return _mod(a, c) if name in ("arith.remsi", "arith.remui") else _floordiv(a, c)
-    return UNKNOWN
+        outer, self._capped = self._capped, False
+        result = self._compute(value, depth)
+        if not self._capped:  # a range cut short by the depth limit is not kept: a shallower query may do better
+            self._memo[value] = result
+        self._capped = outer or self._capped
+        return result
 
+    def _compute(self, value: ir.Value, depth: int) -> Range:
+        given = self._known(value) if self._known is not None else None
+        if given is not None:
+            return given
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return self._block_arg_range(value, owner, depth)
+        return self._op_range(owner.operation if isinstance(owner, ir.OpView) else owner, value, depth)
 
-def _affine_range(op: ir.Operation, depth: int) -> Range:
-    amap = ir.AffineMapAttr(op.attributes["map"]).value
-    ranges = [_rng(v, depth) for v in op.operands]
-    return _expr_range(amap.results[0], ranges[: amap.n_dims], ranges[amap.n_dims :])
+    def _rng(self, value, depth):
+        return self.range(value, depth + 1)
 
+    def operand_range(self, op: ir.Operation, value: ir.Value, depth: int = 0) -> Range:
+        """The range of `value` where `op` uses it: inside an `scf.if` on `value < c` (say), below c."""
+        result = self._rng(value, depth)
+        child, parent = op, op.parent
+        while parent is not None and parent.name != "func.func":
+            if parent.name == "scf.if":
+                taken = child.block == parent.regions[0].blocks[0]
+                for subject, bound in _facts(parent.operands[0], taken):
+                    if subject == value:
+                        result = _intersect(result, bound)
+            child, parent = parent, parent.parent
+        return result
 
-def _expr_range(expr, dims, symbols) -> Range:
-    if isinstance(expr, ir.AffineConstantExpr):
-        return expr.value, expr.value
-    if isinstance(expr, ir.AffineDimExpr):
-        return dims[expr.position]
-    if isinstance(expr, ir.AffineSymbolExpr):
-        return symbols[expr.position]
-    lhs = _expr_range(expr.lhs, dims, symbols)
-    if isinstance(expr, ir.AffineAddExpr):
-        return _add(lhs, _expr_range(expr.rhs, dims, symbols))
-    if isinstance(expr, ir.AffineMulExpr):
-        return _mul(lhs, _expr_range(expr.rhs, dims, symbols))
-    rhs = expr.rhs
-    if not isinstance(rhs, ir.AffineConstantExpr) or rhs.value <= 0 or lhs[0] is None or lhs[0] < 0:
+    def _block_arg_range(self, value, block: ir.Block, depth: int) -> Range:
+        op = block.owner
+        op = op.operation if isinstance(op, ir.OpView) else op
+        index = value.arg_number
+        if op.name == "gpu.launch":
+            sizes = launch_sizes(op)
+            if index >= 6:
+                return self._rng(sizes[index - 6], depth)
+            hi = self._rng(sizes[index], depth)[1]
+            return 0, None if hi is None else hi - 1
+        if op.name == "scf.for" and index == 0:
+            lo = self.operand_range(op, op.operands[0], depth)[0]
+            hi = self.operand_range(op, op.operands[1], depth)[1]
+            return lo, None if hi is None else hi - 1
         return UNKNOWN
-    if isinstance(expr, ir.AffineModExpr):
-        return _mod(lhs, rhs.value)
-    if isinstance(expr, ir.AffineFloorDivExpr):
-        return _floordiv(lhs, rhs.value)
-    return UNKNOWN
+
+    def _op_range(self, op: ir.Operation, value: ir.Value, depth: int) -> Range:
+        name = op.name
+        if name == "arith.constant":
+            c = constant_int(value)
+            return UNKNOWN if c is None else (c, c)
+        if name in ("arith.index_cast", "arith.extsi"):
+            return _fitted(self.operand_range(op, op.operands[0], depth), value.type)
+        if name in ("arith.index_castui", "arith.extui"):
+            return _fitted(_as_unsigned(self.operand_range(op, op.operands[0], depth), op.operands[0].type), value.type)
+        if name == "memref.dim":
+            dim = constant_int(op.operands[1])
+            if dim is None:
+                return 0, None
+            size = op.operands[0].type.shape[dim]
+            return (0, None) if size == ir.ShapedType.get_dynamic_size() else (size, size)
+        if name in _LAUNCH_ARGS:
+            launch = enclosing(op, "gpu.launch")
+            if launch is None:
+                return 0, None
+            axis = "xyz".index(str(op.attributes["dimension"]).split()[-1].rstrip(">"))
+            return self._rng(launch.regions[0].blocks[0].arguments[_LAUNCH_ARGS[name] + axis], depth)
+        if name == "gpu.lane_id":
+            return 0, 31
+        if name in ("affine.apply", "affine.min", "affine.max"):
+            return self._affine_range(op, depth)
+        operands = list(op.operands)
+        if name == "arith.select":
+            return union(self.operand_range(op, operands[1], depth), self.operand_range(op, operands[2], depth))
+        if name in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi"):
+            a, b = self.operand_range(op, operands[0], depth), self.operand_range(op, operands[1], depth)
+            result = {
+                "arith.addi": lambda: add(a, b),
+                "arith.subi": lambda: add(a, neg(b)),
+                "arith.muli": lambda: mul(a, b),
+                "arith.minsi": lambda: _minmax(a, b, min),
+                "arith.maxsi": lambda: _minmax(a, b, max),
+            }[name]()
+            return _fitted(result, value.type)  # a sized integer wraps
+        if name in _DIVISIONS:
+            c = _positive_constant(operands[1])
+            a = self.operand_range(op, operands[0], depth)
+            if c is None or a[0] is None or a[0] < 0:
+                return UNKNOWN
+            return _DIVISIONS[name](a, c)
+        return UNKNOWN
+
+    def _affine_range(self, op: ir.Operation, depth: int) -> Range:
+        amap = ir.AffineMapAttr(op.attributes["map"]).value
+        ranges = [self.operand_range(op, v, depth) for v in op.operands]
+        results = [expr_range(e, ranges[: amap.n_dims], ranges[amap.n_dims :]) for e in amap.results]
+        if op.name == "affine.apply":
+            return results[0]
+        pick = min if op.name == "affine.min" else max
+        combined = results[0]
+        for other in results[1:]:
+            combined = _minmax(combined, other, pick)
+        return combined
+
+
+def value_range(value: ir.Value, depth: int = 0) -> Range:
+    return Intervals().range(value, depth)
+
+
+def _intersect(a: Range, b: Range) -> Range:
+    lo = b[0] if a[0] is None else a[0] if b[0] is None else max(a[0], b[0])
+    hi = b[1] if a[1] is None else a[1] if b[1] is None else min(a[1], b[1])
+    return lo, hi
+
+
+def _unsigned_below(c: int) -> Range:
+    """x with x < c as unsigned, for c >= 0: [0, c) read as signed too (a negative x is a huge unsigned)."""
+    return (0, c - 1) if c >= 0 else UNKNOWN
+
+
+# cmpi predicates (MLIR's numbering) -> the range of `x` where `x pred c` holds, and where it does not
+_BOUNDS = {
+    0: (lambda c: (c, c), lambda c: UNKNOWN),  # eq
+    1: (lambda c: UNKNOWN, lambda c: (c, c)),  # ne
+    2: (lambda c: (None, c - 1), lambda c: (c, None)),  # slt
+    3: (lambda c: (None, c), lambda c: (c + 1, None)),  # sle
+    4: (lambda c: (c + 1, None), lambda c: (None, c)),  # sgt
+    5: (lambda c: (c, None), lambda c: (None, c - 1)),  # sge
+    6: (_unsigned_below, lambda c: UNKNOWN),  # ult
+    7: (lambda c: _unsigned_below(c + 1), lambda c: UNKNOWN),  # ule
+    8: (lambda c: UNKNOWN, lambda c: _unsigned_below(c + 1)),  # ugt
+    9: (lambda c: UNKNOWN, _unsigned_below),  # uge
+}
+_MIRRORED = {0: 0, 1: 1, 2: 4, 3: 5, 4: 2, 5: 3, 6: 8, 7: 9, 8: 6, 9: 7}  # `c pred x` is `x mirrored-pred c`
+
+
+def _facts(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, Range]]:
+    """(x, range of x) implied by `condition` being true (`holds`) or false: comparisons of a value
+    with a constant, and, where it holds, both sides of an `andi`."""
+    owner = condition.owner
+    if isinstance(owner, ir.Block):
+        return []
+    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    if op.name == "arith.andi" and holds:
+        return _facts(op.operands[0], True) + _facts(op.operands[1], True)
+    if op.name != "arith.cmpi":
+        return []
+    predicate = ir.IntegerAttr(op.attributes["predicate"]).value
+    x, y = op.operands
+    c = constant_int(y)
+    if c is None and constant_int(x) is not None:
+        x, c, predicate = y, constant_int(x), _MIRRORED[predicate]
+    if c is None:
+        return []
+    return [(x, _BOUNDS[predicate][0 if holds else 1](c))]
+
+
+def _divisor(b: Range) -> int | None:
+    return b[0] if b[0] is not None and b[0] == b[1] and b[0] > 0 else None
+
+
+def _affine_division(divide: Callable[[Range, int], Range]) -> Callable[[Range, Range], Range]:
+    def node(a: Range, b: Range) -> Range:
+        c = _divisor(b)
+        return UNKNOWN if c is None else divide(a, c)
+
+    return node
+
+
+def _floor_mod(a: Range, c: int) -> Range:
+    return mod(a, c) if a[0] is not None and a[0] >= 0 else (0, c - 1)
+
+
+# Affine maps in the domain of ranges: MLIR's floor, ceiling and modulo rounding, by positive constants.
+AFFINE_RANGES = AffineOps(constant=lambda c: (c, c), add=add, mul=mul, floordiv=_affine_division(floordiv),
+                          ceildiv=_affine_division(ceildiv), mod=_affine_division(_floor_mod))
+
+
+def expr_range(expr, dims, symbols) -> Range:
+    """The range of an affine expression whose dims and symbols have the given ranges."""
+    return fold_affine(expr, AFFINE_RANGES, dims, symbols)

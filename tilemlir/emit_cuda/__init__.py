@@ -17,8 +17,10 @@ Output: `extern "C" __global__ void __launch_bounds__(threads) NAME(...)`
 taking the tensors (`const T* __restrict__` when only read), the scalars
 by value, then the symbolic dims (`int` when `index_bits` is 32, else
 `long long`; NVRTC has no <stdint.h>). Tensor arguments must not overlap
-(`__restrict__`). Index math is 32-bit unless a static tensor has 2**31
-elements or more; the runtime then rejects larger tensors at launch.
+(`__restrict__`). Index math is 32-bit where `index_width` proves every
+index value fits in an int for the tensors the runtime then accepts (fewer
+than 2**31 elements each; it rejects larger ones at launch), else 64-bit;
+`index_bits` forces either (32 only where that proof holds).
 
 Numerics, chosen to match the IR exactly and the CPU backend bit for bit
 where the math allows:
@@ -59,7 +61,8 @@ class EmittedKernel:
 def emit(module, *, fast_math: bool = False, index_bits: int | None = None) -> EmittedKernel:
     """CUDA source and signature of the one kernel in a thread-level `module` (ir.Module or its op).
 
-    `index_bits` forces 32- or 64-bit index math; None chooses (see the module doc).
+    `index_bits` forces 32- or 64-bit index math (32 is a CompileError where it could overflow); None
+    chooses (see the module doc and `tilemlir.emit_cuda.index_width`).
     Raises CompileError, located at the Python line, for anything it cannot emit."""
     from tilemlir.emit_cuda.translation_unit import emit_translation_unit
 

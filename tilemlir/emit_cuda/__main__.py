@@ -19,7 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("input", help="thread-level .mlir file ('-' for stdin)")
     parser.add_argument("--signature", action="store_true", help="print the signature JSON instead of the source")
     parser.add_argument("--fast-math", action="store_true", help="use the fast CUDA intrinsics")
-    parser.add_argument("--index-bits", type=int, choices=(32, 64), help="force the index width")
+    parser.add_argument("--index-bits", type=int, choices=(32, 64),
+                        help="force the index width (default: 32 where proven to fit, else 64; 32 is an error "
+                             "where it could overflow)")
     args = parser.parse_args(argv)
 
     from tilemlir.emit_cuda import emit

@@ -11,7 +11,8 @@ C form where both operands are proven non-negative, else an exact one. The
 IR's sized-integer add, sub, mul and shift left wrap, where signed C
 arithmetic would overflow (undefined behaviour): 32- and 64-bit ones, and
 every shift left, compute on unsigned C operands (`(int)((unsigned int)a *
-16777619u)`); `index` math stays plain (it is assumed not to overflow).
+16777619u)`); `index` math stays plain (it does not overflow: see
+`index_width`, which makes it 64-bit wherever 32 bits could).
 `math.ipowi` calls a prelude helper per width (`tl_ipowi_i32`).
 """
 
@@ -55,7 +56,7 @@ _CMPI = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 _ORDERED = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<="}
 _UNORDERED_NOT = {"ugt": "<=", "uge": "<", "ult": ">=", "ule": ">"}
 # Sized-integer ops that wrap in the IR but overflow (undefined behaviour) on signed C operands:
-# computed in unsigned C arithmetic. (`index` math is assumed not to overflow, docs/ir.md.)
+# computed in unsigned C arithmetic. (`index` math does not overflow: index_width.py.)
 _WRAPPING = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.shli": "<<"}
 _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}

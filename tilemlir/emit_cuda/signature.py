@@ -13,23 +13,6 @@ from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureError, TensorParam
 
-INT32_ELEMENTS = 2**31
-
-
-def choose_index_bits(kernel: KernelIR) -> int:
-    """32-bit index math unless a static tensor has 2**31 elements or more.
-
-    With 32 the runtime rejects any tensor argument of 2**31 elements or more
-    at launch (a LaunchError, never an overflow), so dynamic shapes are fine."""
-    for dims in kernel.arg_dims:
-        if dims is not None and all(isinstance(d, int) for d in dims):
-            count = 1
-            for d in dims:
-                count *= d
-            if count >= INT32_ELEMENTS:
-                return 64
-    return 32
-
 
 def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: int,
                     written: Collection[ir.Value]) -> KernelSignature:

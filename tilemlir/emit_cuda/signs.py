@@ -4,8 +4,9 @@ Unsigned IR ops (`divui`, `ceildivui`, `cmpi ult`, ...) and floor-rounding
 ones (`floordivsi`) agree with plain C `/`, `%` and `<` on non-negative
 operands, so where this analysis proves both operands non-negative the
 emitter writes the readable form; elsewhere it writes the exact one.
-Overflow is not modelled for `index` values: index arithmetic is assumed not
-to wrap (and index values to fit in 31 bits). Sized integers do wrap (a
+Overflow is not modelled for `index` values: index arithmetic does not wrap
+(at 64 bits it is the IR's own width; a 32-bit kernel is one whose index
+values `index_width` proved to fit in an int). Sized integers do wrap (a
 uint8 200 + 100 is 44, an int8 100 + 100 is -56), so `addi`, `muli` and
 `shli` prove nothing about them, nor does a cast of an index to fewer than
 32 bits. An unsigned quotient, remainder or right shift is at most its

@@ -7,7 +7,8 @@ import os
 from tilemlir.emit_cuda import EmittedKernel, irutil
 from tilemlir.emit_cuda.emitter import KernelEmitter
 from tilemlir.emit_cuda.kernel import KernelIR, find_kernel
-from tilemlir.emit_cuda.signature import build_signature, choose_index_bits
+from tilemlir.emit_cuda.index_width import choose_index_bits
+from tilemlir.emit_cuda.signature import build_signature
 from tilemlir.errors import CompileError
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import source_location
@@ -18,10 +19,8 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) ->
     op = module.operation if isinstance(module, ir.Module) else irutil.operation(module)
     if op.name != "builtin.module":
         raise CompileError(f"the CUDA emitter takes a builtin.module, got '{op.name}'")
-    if index_bits not in (None, 32, 64):
-        raise CompileError(f"index_bits must be 32, 64 or None, got {index_bits!r}")
     kernel = find_kernel(op)
-    bits = index_bits or choose_index_bits(kernel)
+    bits = choose_index_bits(kernel, index_bits)
     emitter = KernelEmitter(kernel, fast_math=fast_math, index_bits=bits)
     function = emitter.function()
     memory = emitter.memory

@@ -35,6 +35,8 @@ from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 HOST = -1  # ArrayDesc.device of host memory; CUDA devices are their ordinals (0, 1, ...)
 INT32_LIMIT = 2**31
+# What a call beyond a 32-bit kernel's indexing needs (the compile option that exists for it).
+WIDER = "compile the kernel with index_bits=64 (tilemlir.compile(..., index_bits=64) or @tilemlir.jit(index_bits=64))"
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
@@ -176,7 +178,7 @@ class ArgumentBinder:
         for slot, symbol in enumerate(self.signature.symbols):
             if env[slot] >= self._index_limit:
                 raise LaunchError(f"symbol {symbol} = {env[slot]} exceeds the kernel's 32-bit indexing "
-                                  f"(at most {self._index_limit - 1}); compile it with 64-bit indices")
+                                  f"(at most {self._index_limit - 1}); {WIDER}")
 
     def _check_assumes(self, env: list[Any]) -> None:
         for expr, fn in zip(self._exprs.assumes, self._exprs.assume_fns):
@@ -199,7 +201,8 @@ class ArgumentBinder:
             shape = tuple(env[slot] if slot >= 0 else static for slot, static in dims)
             if self._index_limit is not None and _numel(shape) >= self._index_limit:
                 raise LaunchError(f"output {self.signature.params[index].name!r} of shape {shape} has "
-                                  f"{_numel(shape)} elements, beyond the kernel's 32-bit indexing")
+                                  f"{_numel(shape)} elements, beyond the kernel's 32-bit indexing (at most "
+                                  f"{self._index_limit - 1}); {WIDER}")
             shapes.append((index, shape))
         return shapes
 
@@ -285,7 +288,7 @@ def _check_alignment(name: str, desc: ArrayDesc, shape: Sequence[int], align: in
 def _check_element_count(name: str, shape: Sequence[int], limit: int) -> None:
     if _numel(shape) >= limit:
         raise LaunchError(f"argument {name!r}: {_numel(shape)} elements exceed the kernel's 32-bit indexing "
-                          f"(at most {limit - 1}); compile it with 64-bit indices")
+                          f"(at most {limit - 1}); {WIDER}")
 
 
 def _dim_slots(shape: Sequence[int | str], symbol_slot: dict[str, int]) -> tuple[tuple[int, int], ...]:
