@@ -30,12 +30,12 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Sequence
 
 from tilemlir.errors import LaunchError
+from tilemlir.hardware import MAX_GRID
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 HOST = -1  # ArrayDesc.device of host memory; CUDA devices are their ordinals (0, 1, ...)
 INT32_LIMIT = 2**31
-MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
 class ArrayDesc(NamedTuple):
