@@ -82,6 +82,15 @@ def _print(module, debuginfo: bool) -> str:
     return module.operation.get_asm(enable_debug_info=debuginfo, use_local_scope=debuginfo, assume_verified=True)
 
 
+def _is_tensor_annotation(node: ast.expr | None) -> bool:
+    """Whether a parameter annotation is a `T.Tensor(...)` (or `T.Buffer(...)`) call."""
+    if not isinstance(node, ast.Call):
+        return False
+    callee = node.func
+    name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
+    return name in ("Tensor", "Buffer")
+
+
 class JitFunction:
     """A function decorated with `@tilemlir.jit`: a kernel, or a factory returning one.
 
@@ -102,6 +111,7 @@ class JitFunction:
         self.target = target
         self.options = dict(options or {})
         self._kind: str | None = None
+        self._tensor_params: list[str] = []
         self._frontend: FrontendResult | None = None
         self._instances: dict = {}
         self._compiled: dict = {}
@@ -118,7 +128,21 @@ class JitFunction:
 
             tree = load_source(self.fn).tree
             self._kind = "kernel" if any(isinstance(s, ast.With) for s in tree.body) else "factory"
+            self._tensor_params = [a.arg for a in tree.args.args if _is_tensor_annotation(a.annotation)]
         return self._kind
+
+    def _missing_kernel_block(self) -> CompileError | None:
+        """The error for a function with tensor parameters but no `with T.Kernel` block (a factory's
+        parameters are compile-time values, so it is a kernel missing its block), else None."""
+        if self.kind != "factory" or not self._tensor_params:
+            return None
+        names = ", ".join(f"'{n}'" for n in self._tensor_params)
+        return CompileError(
+            f"'{self.fn.__name__}' has tensor parameters ({names}) but no `with T.Kernel(...)` block at the top level "
+            "of its body: a kernel's body is one `with T.Kernel(grid, threads=...) as bx:` block (a factory instead "
+            "takes compile-time values and returns a kernel function)",
+            self._def_location(),
+        )
 
     # ------------------------------------------------------------------
     # Factories.
@@ -127,6 +151,9 @@ class JitFunction:
         """The kernel function a factory returns for these compile-time values (cached)."""
         if self.kind != "factory":
             raise TypeError(f"'{self.fn.__name__}' is a kernel, not a factory: it takes no compile-time arguments")
+        missing = self._missing_kernel_block()
+        if missing is not None:
+            raise missing
         key = self._key(args, kwargs)
         if key not in self._instances:
             self._instances[key] = self._make_instance(args, kwargs)
@@ -173,7 +200,7 @@ class JitFunction:
     def frontend(self) -> FrontendResult:
         """The frontend IR and signature of this kernel (built once)."""
         if self.kind != "kernel":
-            raise CompileError(
+            raise self._missing_kernel_block() or CompileError(
                 f"'{self.fn.__name__}' is a kernel factory: call it with its compile-time arguments, or use "
                 f"{self.fn.__name__}.instantiate(...) to get its kernel function",
                 self._def_location(),

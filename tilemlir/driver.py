@@ -140,17 +140,20 @@ def _check_index_bits(value: Any, allowed: tuple[int, ...], target: str) -> None
 def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> CompiledArtifact:
     from tilemlir import runtime
     from tilemlir.emit_cuda import emit
+    from tilemlir.runtime.nvrtc import resolve_arch
 
+    arch = resolve_arch(options.get("arch"))
     stage_ir, seconds = run_stages(module, "final")
     start = time.perf_counter()
-    emitted = emit(module, fast_math=bool(options.get("fast_math", False)), index_bits=options.get("index_bits"))
+    emitted = emit(module, fast_math=bool(options.get("fast_math", False)), index_bits=options.get("index_bits"),
+                   arch=arch)
     signature = dataclasses.replace(emitted.signature, out_idx=tuple(info.out_idx))
     seconds["emit"] = time.perf_counter() - start
     start = time.perf_counter()
     kernel = runtime.build(
         emitted.source,
         signature,
-        arch=options.get("arch"),
+        arch=arch,
         fmad=bool(options.get("fmad", emitted.fmad)),
         fast_math=bool(options.get("fast_math", False)),
         use_cache=bool(options.get("use_cache", True)),

@@ -17,10 +17,38 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from tilemlir.errors import CompileError, SourceLocation
+
 _PyBool = type(True)  # this module rebinds `bool` to the dtype T.bool
+
+
+class DeclarationError(CompileError, ValueError):
+    """A malformed `T.Tensor` or `T.symbolic`, located at the Python code that wrote it.
+
+    A kernel's annotations run when Python runs its `def`, before the frontend sees it, so the
+    error carries its own location: the innermost caller outside this module. `text` is the bare
+    message (the frontend relocates it when it evaluates a postponed annotation itself)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        super().__init__(text, _caller_location())
+
+
+def _caller_location() -> SourceLocation | None:
+    frame = sys._getframe(1)
+    # this module's frames, and those of code it generates (a dataclass's __init__ is "<string>")
+    while frame is not None and (frame.f_code.co_filename == __file__ or frame.f_code.co_filename.startswith("<")):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    positions = inspect.getframeinfo(frame, context=0).positions
+    line = positions.lineno if positions and positions.lineno else frame.f_lineno
+    col = positions.col_offset + 1 if positions and positions.col_offset is not None else 1
+    return SourceLocation(frame.f_code.co_filename, line, col)
 
 # ----------------------------------------------------------------------------
 # Element types.
@@ -125,7 +153,7 @@ class Symbolic:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ValueError(f"a symbolic dim needs a Python identifier as its name, got {self.name!r}")
+            raise DeclarationError(f"a symbolic dim needs a Python identifier as its name, got {self.name!r}")
 
     def __repr__(self) -> str:
         return f"T.symbolic({self.name!r})"
@@ -153,13 +181,17 @@ class Tensor:
         if isinstance(shape, (numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
-            raise ValueError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
+            raise DeclarationError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
         dims = tuple(_dim(d) for d in shape)
         for dim in dims:
             if isinstance(dim, int) and dim <= 0:
-                raise ValueError(f"T.Tensor dims must be positive, got {dim}")
+                raise DeclarationError(f"T.Tensor dims must be positive, got {dim}")
+        try:
+            element = dtype(dtype_)
+        except ValueError as exc:
+            raise DeclarationError(f"T.Tensor: {exc}") from None
         object.__setattr__(self, "shape", dims)
-        object.__setattr__(self, "dtype", dtype(dtype_))
+        object.__setattr__(self, "dtype", element)
 
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape!r}, {self.dtype!r})"
@@ -171,7 +203,7 @@ def _dim(dim):
         return dim
     if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
         return int(dim)
-    raise ValueError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
+    raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
 
 
 Buffer = Tensor

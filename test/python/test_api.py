@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
+import numpy as np
 import pytest
 
 import tilemlir
@@ -211,3 +212,41 @@ def test_an_override_applies_to_its_own_kernel_only_though_all_are_named_kernel(
     scaled = tilemlir.jit(out_idx=[1])(module.scaled.fn)  # a new jit function: nothing compiled in memory yet
     assert scaled(2.0).cuda_source() == edited
     assert scaled(3.0).cuda_source() == thrice.cuda_source() and scaled(2.0, 256).cuda_source() == wide.cuda_source()
+
+
+@pytest.mark.parametrize("body", ["for i in range(3):\n                X[0, 0] = 1.0", "X[0, 0] = 1.0"])
+def test_tensor_parameters_without_a_kernel_block_are_a_located_error(tmp_path, body, rng):
+    """Taken as a factory, calling it ran the body as Python on the caller's array (or said its arguments were
+    unhashable); compiling it said it was a factory."""
+    module = load_module(tmp_path, f"""
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.float32), n: T.int32):
+            {body}
+    """)
+    x = rng.standard_normal((4, 128)).astype(np.float32)
+    before = x.copy()
+    for attempt in (lambda: module.k(x, 3), lambda: tilemlir.compile(module.k, target="cpu"),
+                    lambda: tilemlir.lower(module.k)):
+        with pytest.raises(CompileError) as info:
+            attempt()
+        err = info.value
+        assert err.diagnostics[0].message == (
+            "'k' has tensor parameters ('X') but no `with T.Kernel(...)` block at the top level of its body: a "
+            "kernel's body is one `with T.Kernel(grid, threads=...) as bx:` block (a factory instead takes "
+            "compile-time values and returns a kernel function)")
+        assert (err.location.file, err.location.line) == (module.__file__, module.k.fn.__code__.co_firstlineno)
+    assert np.array_equal(x, before)
+
+
+def test_a_factory_with_annotated_compile_time_parameters_is_still_a_factory(tmp_path):
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def make(n: int = 4, dtype: str = "float32"):
+            @T.prim_func
+            def k(X: T.Tensor((M, n), dtype)):
+                with T.Kernel(M, threads=32) as bx:
+                    X[bx, 0] = 1.0
+            return k
+    """)
+    assert module.make.kind == "factory"
+    assert "memref<?x4xf32>" in tilemlir.lower(module.make.instantiate(n=4))

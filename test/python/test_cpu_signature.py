@@ -52,6 +52,24 @@ def test_dynamic_dims_need_their_symbols():
         signature_from_ir(ir.Module.parse(text))
 
 
+@pytest.mark.parametrize("dims, message", [
+    ('[["M", 32], [], ["M", 64]]', "'tile.arg_dims' entry #0 says 32 for dim #1 of memref<?x64xi8>, which needs 64"),
+    ('[["M", 64], [], ["K", 64]]', "'tile.symbols' must name each symbolic dim of 'tile.arg_dims' once, ['M', 'K'], got ['M']"),
+    ('[["M", 64], [1], ["M", 64]]', "'tile.arg_dims' entry #1 must be empty for the scalar argument of type f32, got [1]"),
+])
+def test_signature_attributes_that_contradict_the_types_are_refused(dims, message):
+    """With X declared (M, 32) over a memref<?x64xi8>, the runtime would have accepted a 32-column array the
+    kernel reads 64 columns of. Thread-level IR (a gpu.launch, no tile.kernel whose verifier would refuse it
+    at parse time)."""
+    launch = ("gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c4, %gz = %c4) threads(%tx, %ty, %tz) in "
+              "(%sx = %c4, %sy = %c4, %sz = %c4) {\n    gpu.terminator\n  }\n  return")
+    text = KERNEL.replace('tile.arg_dims = [["M", 64], [], ["M", 64]]', f"tile.arg_dims = {dims}")
+    text = text[:text.index('"tile.kernel"')] + launch + "\n}\n"
+    with make_context(), pytest.raises(CompileError) as info:
+        signature_from_ir(ir.Module.parse(text))
+    assert info.value.diagnostics[0].message == f"CPU backend: {message}"
+
+
 def test_signature_from_info():
     info = KernelInfo(
         name="k", threads=128, grid=("M",),

@@ -496,6 +496,42 @@ def test_parameter_without_annotation(tmp_path):
     assert message(err).startswith("parameter 'X' needs a type")
 
 
+def test_an_unknown_dtype_string_as_a_scalar_annotation(tmp_path):
+    err = frontend_error(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M,), T.float32), n: @@"flaot32"):
+            with T.Kernel(M, threads=128) as bx:
+                X[bx] = 1.0
+    """)
+    assert message(err).startswith(
+        "parameter 'n' must be annotated with T.Tensor(shape, dtype) or a dtype: unknown dtype 'flaot32' (known: "
+        "float16, bfloat16, float32")
+
+
+@pytest.mark.parametrize("annotation, expected", [
+    ('@@T.Tensor((M, 128), "flaot32")', "T.Tensor: unknown dtype 'flaot32' (known: float16, "),
+    ("@@T.Tensor((M, 128.0), T.float32)", "T.Tensor dims must be positive ints or T.symbolic dims, got 128.0"),
+])
+def test_a_malformed_postponed_annotation_is_located_at_it(tmp_path, annotation, expected):
+    """Under `from __future__ import annotations` the frontend evaluates the annotation itself: the error is at
+    the annotation in the kernel's file (not at the frontend's own frame, where T.Tensor was called from)."""
+    from frontend_util import HEADER, marked
+
+    header = "from __future__ import annotations\n" + HEADER
+    clean, line, col = marked(f"""
+        @tilemlir.jit
+        def k(X: {annotation}):
+            with T.Kernel(M, threads=128) as bx:
+                X[bx, 0] = 1.0
+    """, header)
+    module = load_module(tmp_path, clean, header)
+    with pytest.raises(CompileError) as info:
+        tilemlir.lower(module.k)
+    err = info.value
+    assert message(err).startswith(expected), message(err)
+    assert (err.location.file, err.location.line, err.location.col) == (module.__file__, line, col)
+
+
 def test_call_arity_and_keywords(tmp_path):
     err = frontend_error(tmp_path, """
         @tilemlir.jit

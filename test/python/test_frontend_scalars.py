@@ -284,3 +284,60 @@ def test_fma_with_a_float_operand_folds_and_computes(tmp_path, rng, level):
     xf = x.astype(np.float64)
     want = np.stack([np.full(100, 6.5), xf * 3 + 0.25, -1.5 * xf + xf])
     assert np.linalg.norm(out - want) / np.linalg.norm(want) < 1e-6
+
+
+# -- integer division by a zero known at compile time: a located error; floats follow IEEE ------------------
+
+ZERO = ("integer division by zero: the divisor is 0 at compile time (Python raises ZeroDivisionError; the GPU "
+        "would give an arbitrary number)")
+MODULO_ZERO = ZERO.replace("integer division", "integer modulo")
+
+DIVISIONS_BY_ZERO = [
+    ("@@X[bx, j] // 0", ZERO),
+    ("@@X[bx, j] % 0", MODULO_ZERO),
+    ("@@X[bx, j] // Z", ZERO),
+    ("@@X[bx, j] // (W - W)", ZERO),
+    ("@@X[bx, j] // T.int32(0)", ZERO),
+    ("@@X[bx, j] % T.cast(0, T.int8)", MODULO_ZERO),
+    ("@@U[bx, j] // 0", ZERO),
+    ("@@U[bx, j] % Z", MODULO_ZERO),
+    ("@@j // 0", ZERO),
+    ("@@T.ceildiv(X[bx, j], 0)", "T.ceildiv by zero"),
+]
+
+
+@pytest.mark.parametrize("expression, expected", DIVISIONS_BY_ZERO, ids=[e for e, _ in DIVISIONS_BY_ZERO])
+def test_integer_division_by_a_compile_time_zero_is_a_located_error(tmp_path, expression, expected):
+    """`x // 0` on int32 used to compile (LLVM folds it to poison: INT_MIN on the CPU)."""
+    err = frontend_error(tmp_path, f"""
+        Z = 0
+        W = 7
+
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.int32), U: T.Tensor((M, 128), T.uint8), O: T.Tensor((M, 128), T.int32)):
+            with T.Kernel(M, threads=128) as bx:
+                for j in T.Parallel(128):
+                    O[bx, j] = {expression}
+    """)
+    assert message(err) == expected
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_float_floor_division_and_modulo_by_zero_follow_numpy(tmp_path, rng, level):
+    """floor(x / 0) is +-inf (nan for 0 / 0) and x - floor(x / 0) * 0 is nan, as numpy's // and % give."""
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M, 128), T.float32), D: T.Tensor((M, 128), T.float32), R: T.Tensor((M, 128), T.float32)):
+            with T.Kernel(M, threads=128) as bx:
+                for j in T.Parallel(128):
+                    D[bx, j] = X[bx, j] // 0
+                    R[bx, j] = X[bx, j] % 0.0
+    """)
+    x = rng.standard_normal((3, 128)).astype(np.float32)
+    x[0, :2] = 0.0
+    d, r = np.full_like(x, 7.0), np.full_like(x, 7.0)
+    tilemlir.compile(module.k, target="cpu", level=level)(x, d, r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want_d, want_r = x // np.float32(0), x % np.float32(0)
+    assert np.array_equal(d, want_d, equal_nan=True) and np.isinf(d[1]).all() and np.isnan(d[0, :2]).all()
+    assert np.array_equal(r, want_r, equal_nan=True) and np.isnan(r).all()

@@ -80,12 +80,14 @@ def test_quant_row_fp8_bitwise(level, N, rng):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_quant_block_fp8_ragged(level, rng):
-    N = 320  # two full 128-blocks and a half block
+@pytest.mark.parametrize("N", [320, 1, 5, 64, 100])  # two full 128-blocks and a half block; one group under 128
+def test_quant_block_fp8_ragged(level, N, rng):
+    """A row narrower than a group is one group of N columns (it used to fail the verifier for any N < 128)."""
     x = (rng.standard_normal((11, N)) * 5).astype(BF16)
     q, s = cpu(quant.quant_block_fp8, level, N=N)(x)
     xf = x.astype(np.float32)
-    for g in range(3):
+    assert s.shape == (11, -(-N // 128))
+    for g in range(s.shape[1]):
         block = xf[:, g * 128:(g + 1) * 128]
         want_s = np.abs(block).max(1) * np.float32(1 / 448.0)
         assert np.array_equal(s[:, g], want_s)
@@ -129,6 +131,7 @@ CUDA_CASES = [
     *[(factory, {"N": n}) for n in (4096, 576) for factory in (
         norm.rmsnorm, norm.add_layernorm, reduce.row_sum, quant.quant_row_fp8, quant.quant_block_fp8,
         activation.silu_mul)],
+    (quant.quant_block_fp8, {"N": 64}),
 ]
 
 
@@ -260,6 +263,8 @@ def test_row_config_spreads_rows_by_width():
     (norm.rmsnorm, {"N": 4096, "dtype": "int7"}, "unknown dtype 'int7'"),
     (quant.quant_row_fp8, {"N": 4096, "hold": "float16"},
      "hold must be float32 or the input dtype bfloat16, got float16"),
+    (quant.quant_block_fp8, {"N": 0}, "the row width N must be a positive int, got 0"),
+    (quant.quant_block_fp8, {"N": 128.0}, "the row width N must be a positive int, got 128.0"),
 ])
 def test_bad_factory_arguments_are_named(factory, kwargs, message):
     with pytest.raises(ValueError, match=message):

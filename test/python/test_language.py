@@ -125,3 +125,34 @@ def test_importing_the_language_and_decorating_does_not_load_mlir():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+DECLARATIONS_REFUSED = [
+    ('@@T.Tensor((M, 128), "flaot32")', "T.Tensor: unknown dtype 'flaot32' (known: float16, bfloat16, float32, "
+     "float64, float8_e4m3, float8_e5m2, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool)"),
+    ("@@T.Tensor((M, 128.0), T.float32)", "T.Tensor dims must be positive ints or T.symbolic dims, got 128.0"),
+    ("@@T.Tensor((M, 0), T.float32)", "T.Tensor dims must be positive, got 0"),
+    ("@@T.Tensor((), T.float32)", "T.Tensor needs a non-empty tuple of dims, got ()"),
+    ("T.Tensor((@@T.symbolic('2M'), 4), T.float32)", "a symbolic dim needs a Python identifier as its name, got '2M'"),
+]
+
+
+@pytest.mark.parametrize("annotation, expected", DECLARATIONS_REFUSED, ids=[a for a, _ in DECLARATIONS_REFUSED])
+def test_a_malformed_tensor_annotation_is_located_where_python_evaluates_it(tmp_path, annotation, expected):
+    """Python evaluates a kernel's annotations when it runs the `def`, before the frontend: the error is a
+    CompileError (and a ValueError, as before) at the annotation's file:line:col, not a bare traceback."""
+    from frontend_util import load_module, marked
+    from tilemlir.errors import CompileError
+
+    source = f"""
+        @tilemlir.jit
+        def k(X: {annotation}):
+            with T.Kernel(4, threads=32) as bx:
+                pass
+    """
+    clean, line, col = marked(source)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    err = info.value
+    assert isinstance(err, ValueError) and err.diagnostics[0].message == expected
+    assert (err.location.line, err.location.col) == (line, col) and err.location.file.startswith(str(tmp_path))

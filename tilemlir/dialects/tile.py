@@ -15,6 +15,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from tilemlir import hardware
+from tilemlir.hardware import format_bytes
+from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import ext, ir
 
 Operand = ext.Operand
@@ -24,7 +27,7 @@ Region = ext.Region
 SHARED, FRAGMENT, LOCAL = "shared", "fragment", "local"
 ON_CHIP_SPACES = (SHARED, FRAGMENT, LOCAL)
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
-MAX_THREADS = 1024
+MAX_THREADS = hardware.MAX_THREADS_PER_BLOCK
 
 
 class Tile(ext.Dialect, name="tile"):
@@ -173,7 +176,8 @@ def _structure_problem(op) -> str | None:
 
 
 def _checked(verify):
-    """Wrap a verifier returning an error message (or None) into the DSL's bool protocol."""
+    """Wrap a verifier returning an error message (or None) into the DSL's bool protocol. A verifier may
+    also return (op, message): the problem is another op's (the kernel function's signature attributes)."""
 
     @functools.wraps(verify)
     def wrapper(self) -> bool:
@@ -181,6 +185,10 @@ def _checked(verify):
             problem = _structure_problem(self) or verify(self)
         except Exception as exc:  # a verifier bug must not escape into the bindings
             problem = f"internal verifier error: {type(exc).__name__}: {exc}"
+        if isinstance(problem, tuple):
+            where, message = problem
+            where.location.emit_error(f"'{where.name}' op {message}")
+            return False
         if problem:
             self.location.emit_error(f"'{self.OPERATION_NAME}' op {problem}")
             return False
@@ -228,6 +236,133 @@ def _bitwidth(type_: ir.Type) -> int:
     if isinstance(type_, (ir.IntegerType, ir.FloatType)):
         return type_.width
     return 0
+
+
+def _element_bytes(type_: ir.Type) -> int:
+    """Bytes of one element in memory (a bool, i1, takes one)."""
+    if isinstance(type_, ir.IndexType):
+        return 8
+    return -(-_bitwidth(type_) // 8)
+
+
+def thread_bytes(type_: ir.MemRefType, threads: int) -> int:
+    """The bytes of on-chip buffer `type_` that one thread of a `threads`-thread block holds at least: a
+    local buffer whole, a fragment an even share of its elements (no layout gives a thread fewer)."""
+    count = 1
+    for dim in type_.shape:
+        count *= dim
+    if memory_space(type_) == FRAGMENT:
+        count = -(-count // threads)
+    return count * _element_bytes(type_.element_type)
+
+
+def _strings(attrs, name: str, count: int) -> tuple[list[str] | None, str | None]:
+    """The strings of array attribute `name` (None when absent) and what is wrong with it."""
+    if name not in attrs:
+        return None, None
+    attr = attrs[name]
+    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.StringAttr) for a in attr):
+        return None, f"'{name}' must be an array of strings"
+    if count >= 0 and len(attr) != count:
+        return None, f"'{name}' has {len(attr)} entries for {count} arguments"
+    return [a.value for a in attr], None
+
+
+def _dims_problem(entry: ir.Attribute, type_: ir.Type, index: int) -> str | None:
+    """Whether `tile.arg_dims` entry `entry` describes argument `index` of type `type_`."""
+    what = f"'tile.arg_dims' entry #{index}"
+    if not isinstance(entry, ir.ArrayAttr) or not all(isinstance(d, (ir.IntegerAttr, ir.StringAttr)) for d in entry):
+        return f"{what} must be an array of integers and symbol names"
+    dims = [d.value for d in entry]
+    if not _is_memref(type_):
+        return None if not dims else f"{what} must be empty for the scalar argument of type {type_}, got {dims}"
+    if len(dims) != type_.rank:
+        return f"{what} gives {len(dims)} dims for an argument of type {type_}"
+    for d, (dim, size) in enumerate(zip(dims, type_.shape)):
+        if _static(size) != isinstance(dim, int) or (_static(size) and dim != size):
+            expected = size if _static(size) else "a symbol name"
+            return f"{what} says {dim!r} for dim #{d} of {type_}, which needs {expected}"
+        if isinstance(dim, str) and not dim.isidentifier():
+            return f"{what} names dim #{d} {dim!r}, which is not a symbol name"
+    return None
+
+
+def entry_attributes_problem(func: ir.Operation) -> str | None:
+    """What is wrong with the signature attributes of kernel function `func` (docs/ir.md): `tile.arg_names`,
+    `tile.arg_dtypes` and `tile.arg_dims` one entry per argument, the dims matching the argument types, and
+    `tile.symbols` naming exactly the symbolic dims used. None when they are right (or absent)."""
+    attrs = func.attributes
+    if "function_type" not in attrs or not isinstance(attrs["function_type"], ir.TypeAttr):
+        return None
+    inputs = list(ir.FunctionType(ir.TypeAttr(attrs["function_type"]).value).inputs)
+    for name in ("tile.arg_names", "tile.arg_dtypes"):
+        problem = _strings(attrs, name, len(inputs))[1]
+        if problem:
+            return problem
+    symbols, problem = _strings(attrs, "tile.symbols", -1)
+    if problem:
+        return problem
+    if "tile.arg_dims" not in attrs:
+        return None
+    all_dims = attrs["tile.arg_dims"]
+    if not isinstance(all_dims, ir.ArrayAttr) or len(all_dims) != len(inputs):
+        return f"'tile.arg_dims' must be an array with one entry per argument ({len(inputs)})"
+    used: dict[str, None] = {}
+    for index, (entry, type_) in enumerate(zip(all_dims, inputs)):
+        problem = _dims_problem(entry, type_, index)
+        if problem:
+            return problem
+        used.update((d.value, None) for d in entry if isinstance(d, ir.StringAttr))
+    if symbols is None and used:
+        return f"'tile.arg_dims' uses the symbolic dims {list(used)}, but the function has no 'tile.symbols'"
+    if symbols is not None and (len(set(symbols)) != len(symbols) or set(symbols) != set(used)):
+        return f"'tile.symbols' must name each symbolic dim of 'tile.arg_dims' once, {list(used)}, got {symbols}"
+    return None
+
+
+def _grid_problem(values) -> str | None:
+    for axis, (value, limit) in enumerate(zip(values, hardware.MAX_GRID)):
+        extent = constant_int(value)
+        if extent is not None and extent > limit:
+            return f"grid extent #{axis} is {extent}, more than the {limit} blocks a grid has along {'xyz'[axis]}"
+    return None
+
+
+def _thread_storage_problem(kernel: ir.Operation) -> str | None:
+    """Whether the on-chip buffers of `kernel` fit in one thread: registers, then local memory."""
+    threads = kernel.attributes["threads"].value
+    total, parts = 0, []
+    for op in walk_ops(kernel):
+        if op.name in ("tile.alloc_fragment", "tile.alloc_local"):
+            size = thread_bytes(op.results[0].type, threads)
+            total += size
+            name = ir.StringAttr(op.attributes["name"]).value if "name" in op.attributes else op.name
+            parts.append(f"'{name}' {size} bytes")
+    if total <= hardware.MAX_BYTES_PER_THREAD:
+        return None
+    return (f"the block's fragments and local buffers need at least {format_bytes(total)} in each thread "
+            f"({', '.join(parts)}), more than a thread can hold ({hardware.THREAD_CAPACITY})")
+
+
+def _on_chip_size_problem(op: ir.Operation, type_: ir.MemRefType) -> str | None:
+    """Whether one fragment fits in the registers, or one local buffer in the storage, of a thread."""
+    space = memory_space(type_)
+    kernel = enclosing(op, "tile.kernel")
+    threads = _int_attr(kernel, "threads") if kernel is not None else None
+    if space == FRAGMENT and threads is not None and threads > 0:
+        size = thread_bytes(type_, threads)
+        registers = -(-size // hardware.REGISTER_BYTES)
+        if registers > hardware.MAX_REGISTERS_PER_THREAD:
+            return (f"needs at least {registers} 32-bit registers in each of the block's {threads} threads "
+                    f"({size // _element_bytes(type_.element_type)} of its {type_.element_type} elements a "
+                    f"thread), more than the {hardware.MAX_REGISTERS_PER_THREAD} a thread has: make the tile "
+                    "smaller and loop over the rest, or use more threads")
+    if space == LOCAL:
+        size = thread_bytes(type_, 1)
+        if size > hardware.MAX_BYTES_PER_THREAD:
+            return (f"needs {format_bytes(size)} in each thread, more than a thread can hold "
+                    f"({hardware.THREAD_CAPACITY})")
+    return None
 
 
 def _widens(src: ir.Type, dst: ir.Type) -> bool:
@@ -286,12 +421,16 @@ class YieldOp(Tile.Operation, name="yield", traits=[ir.IsTerminatorTrait]):
 class KernelOp(Tile.Operation, name="kernel"):
     """One thread block's program, launched over a grid of 1 to 3 dims.
 
-    Operands are the grid extents (index); `threads` the block size
+    Operands are the grid extents (index; constant ones within the
+    hardware's grid, `tilemlir.hardware.MAX_GRID`); `threads` the block size
     (1..1024). The single-block region takes one index argument per grid
     dim, the block's coordinates. The optional `tile.min_blocks` asks for at
     least that many resident blocks per multiprocessor (CUDA's second
     `__launch_bounds__` argument: it caps registers per thread); 1..32, and
-    `threads * min_blocks` at most 2048.
+    `threads * min_blocks` at most 2048. The fragments and local buffers
+    inside must fit in a thread (`thread_bytes`), and the enclosing
+    function's signature attributes must match its argument types
+    (`entry_attributes_problem`, reported at the function).
 
         "tile.kernel"(%gx) ({
         ^bb0(%bx: index):
@@ -314,11 +453,17 @@ class KernelOp(Tile.Operation, name="kernel"):
         problem = min_blocks_problem(self.operation)
         if problem is not None:
             return problem
-        return _check_positive_extents(self.operation.operands, "grid extent")
+        function = enclosing(self.operation, "func.func")
+        problem = entry_attributes_problem(function) if function is not None else None
+        if problem is not None:
+            return function, problem
+        return _check_positive_extents(self.operation.operands, "grid extent") or _grid_problem(
+            self.operation.operands)
 
     @_checked
     def verify_region_invariants(self):
-        return _check_region_args(self, len(self.operation.operands), "grid dim")
+        return _check_region_args(self, len(self.operation.operands), "grid dim") or _thread_storage_problem(
+            self.operation)
 
 
 class _AllocOp(Tile.Operation):
@@ -339,6 +484,9 @@ class _AllocOp(Tile.Operation):
                 return f"dim #{i} of the result must be positive, got {dim}"
         if enclosing(self.operation, "tile.kernel") is None:
             return "must be inside a tile.kernel"
+        problem = _on_chip_size_problem(self.operation, type_)
+        if problem is not None:
+            return problem
         if "layout" in self.operation.attributes:
             if self.SPACE != FRAGMENT:
                 return "only fragments carry a 'layout' attribute"
@@ -462,7 +610,8 @@ class CopyOp(Tile.Operation, name="copy"):
     Operands: `src`, `dst`, then `rank(src)` offsets into `src` and
     `rank(dst)` offsets into `dst`. `shape` is the box; each side maps it by
     right alignment (leading box dims beyond a side's rank must be 1). Box
-    elements outside a global tensor read as zero and are not written.
+    elements outside a global tensor read as zero and are not written. No
+    copy converts into i1 from another type (it would keep the low bit).
 
         "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [4, 1024]}
             : (memref<?x1024xbf16>, memref<4x1024xf32, "fragment">, index, index, index, index) -> ()
@@ -494,6 +643,9 @@ class CopyOp(Tile.Operation, name="copy"):
         for i, extent in enumerate(shape):
             if extent <= 0:
                 return f"copy box extent #{i} must be positive, got {extent}"
+        if _bitwidth(dst.element_type) == 1 and src.element_type != dst.element_type:
+            return (f"cannot convert {src.element_type} to i1: a copy would truncate to the low bit; compare "
+                    "with zero in element code (arith.cmpi ne / arith.cmpf une)")
         return _box_problem("src", src, shape, offsets[: src.rank]) or _box_problem(
             "dst", dst, shape, offsets[src.rank :]
         )

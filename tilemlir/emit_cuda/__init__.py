@@ -58,15 +58,17 @@ class EmittedKernel:
     fmad: bool = False  # the NVRTC --fmad setting the source was written for
 
 
-def emit(module, *, fast_math: bool = False, index_bits: int | None = None) -> EmittedKernel:
+def emit(module, *, fast_math: bool = False, index_bits: int | None = None, arch: str | None = None) -> EmittedKernel:
     """CUDA source and signature of the one kernel in a thread-level `module` (ir.Module or its op).
 
     `index_bits` forces 32- or 64-bit index math (32 is a CompileError where it could overflow); None
-    chooses (see the module doc and `tilemlir.emit_cuda.index_width`).
+    chooses (see the module doc and `tilemlir.emit_cuda.index_width`). With `arch`
+    ("sm_90a"), a block's shared memory beyond what that arch allows (`tilemlir.hardware`) is an error
+    at the buffer that crosses the limit; the source does not depend on `arch`.
     Raises CompileError, located at the Python line, for anything it cannot emit."""
     from tilemlir.emit_cuda.translation_unit import emit_translation_unit
 
-    return emit_translation_unit(module, fast_math=fast_math, index_bits=index_bits)
+    return emit_translation_unit(module, fast_math=fast_math, index_bits=index_bits, arch=arch)
 
 
 __all__ = ["EmittedKernel", "emit"]

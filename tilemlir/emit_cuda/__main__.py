@@ -1,7 +1,7 @@
 """`python -m tilemlir.emit_cuda FILE.mlir`: print the CUDA source of a thread-level module.
 
-`--signature` prints the kernel signature JSON instead; `--fast-math` and
-`--index-bits {32,64}` are emit()'s options. Errors print as located
+`--signature` prints the kernel signature JSON instead; `--fast-math`,
+`--index-bits {32,64}` and `--arch sm_XX` are emit()'s options. Errors print as located
 diagnostics on stderr with exit status 1.
 """
 
@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-bits", type=int, choices=(32, 64),
                         help="force the index width (default: 32 where proven to fit, else 64; 32 is an error "
                              "where it could overflow)")
+    parser.add_argument("--arch", help="check the shared memory against this arch's limit (e.g. sm_90a)")
     args = parser.parse_args(argv)
 
     from tilemlir.emit_cuda import emit
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     with make_context():
         try:
             module = ir.Module.parse(text)
-            emitted = emit(module, fast_math=args.fast_math, index_bits=args.index_bits)
+            emitted = emit(module, fast_math=args.fast_math, index_bits=args.index_bits, arch=args.arch)
         except MLIRError as exc:
             diags = [Diagnostic("error", d.message, source_location(d.location)) for d in exc.error_diagnostics]
             print(format_diagnostics(diags or [Diagnostic("error", str(exc))]), file=sys.stderr)

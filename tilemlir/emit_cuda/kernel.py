@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, memory_space
+from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, entry_attributes_problem, memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
@@ -48,6 +48,9 @@ class KernelIR:
 def find_kernel(module: ir.Operation) -> KernelIR:
     """The kernel of a builtin.module op; CompileError when it does not hold exactly one."""
     func = entry_function(module, "the CUDA emitter")
+    problem = entry_attributes_problem(func)
+    if problem is not None:
+        raise error(func, problem)
     launch = _the_launch(func)
     names = _arg_names(func)
     dims = _arg_dims(func, names)
@@ -126,69 +129,40 @@ def _int_list(op: ir.Operation, name: str) -> list[int]:
 
 
 def _arg_names(func: ir.Operation) -> list[str]:
-    args = list(func.regions[0].blocks[0].arguments)
-    names = _string_list(func, "tile.arg_names")
-    if names is None:
-        return [f"arg{i}" for i in range(len(args))]
-    if len(names) != len(args):
-        raise error(func, f"'tile.arg_names' has {len(names)} names for {len(args)} arguments")
-    return names
+    count = len(func.regions[0].blocks[0].arguments)
+    return _string_list(func, "tile.arg_names") or [f"arg{i}" for i in range(count)]
 
 
 def _arg_dtypes(func: ir.Operation) -> tuple[str, ...] | None:
     dtypes = _string_list(func, "tile.arg_dtypes")
-    count = len(func.regions[0].blocks[0].arguments)
-    if dtypes is not None and len(dtypes) != count:
-        raise error(func, f"'tile.arg_dtypes' has {len(dtypes)} dtypes for {count} arguments")
     return None if dtypes is None else tuple(dtypes)
 
 
 def _arg_dims(func: ir.Operation, names: list[str]) -> list[tuple[Dim, ...] | None]:
+    """Each tensor argument's dims (`tile.arg_dims`, checked against the types by entry_attributes_problem)."""
     args = list(func.regions[0].blocks[0].arguments)
     attr = func.attributes["tile.arg_dims"] if "tile.arg_dims" in func.attributes else None
-    if attr is not None and (not isinstance(attr, ir.ArrayAttr) or len(attr) != len(args)):
-        raise error(func, f"'tile.arg_dims' must be an array with one entry per argument ({len(args)})")
     dims: list[tuple[Dim, ...] | None] = []
     for i, (arg, name) in enumerate(zip(args, names)):
         if not isinstance(arg.type, ir.MemRefType):
             dims.append(None)
             continue
-        declared = _dims_entry(func, attr[i], name) if attr is not None else None
+        declared = tuple(d.value for d in attr[i]) if attr is not None else None
         dims.append(_tensor_dims(func, arg.type, name, declared))
     return dims
 
 
-def _dims_entry(func: ir.Operation, entry: ir.Attribute, name: str) -> list[Dim]:
-    if not isinstance(entry, ir.ArrayAttr):
-        raise error(func, f"'tile.arg_dims' entry of {name} must be an array")
-    dims: list[Dim] = []
-    for dim in entry:
-        if isinstance(dim, ir.IntegerAttr):
-            dims.append(dim.value)
-        elif isinstance(dim, ir.StringAttr):
-            dims.append(dim.value)
-        else:
-            raise error(func, f"'tile.arg_dims' entry of {name} holds {dim}, neither an integer nor a symbol name")
-    return dims
-
-
-def _tensor_dims(func: ir.Operation, type_: ir.MemRefType, name: str, declared: list[Dim] | None) -> tuple[Dim, ...]:
+def _tensor_dims(func: ir.Operation, type_: ir.MemRefType, name: str, declared: tuple[Dim, ...] | None
+                 ) -> tuple[Dim, ...]:
     if not is_row_major(type_):
         raise error(func, f"tensor {name} has a non-row-major layout {type_.layout}; the CUDA emitter needs row-major")
     if memory_space(type_) is not None:
         raise error(func, f"kernel argument {name} must be a global tensor, got memory space {type_.memory_space}")
-    shape = list(type_.shape)
-    if declared is None:
-        if any(d == ir.ShapedType.get_dynamic_size() for d in shape):
-            raise error(func, f"tensor {name} has dynamic dims but the function has no 'tile.arg_dims'")
-        return tuple(shape)
-    if len(declared) != len(shape):
-        raise error(func, f"'tile.arg_dims' gives {name} rank {len(declared)}, its type {type_} has rank {len(shape)}")
-    for d, (static, dim) in enumerate(zip(shape, declared)):
-        dynamic = static == ir.ShapedType.get_dynamic_size()
-        if dynamic != isinstance(dim, str) or (not dynamic and static != dim):
-            raise error(func, f"dim #{d} of {name}: 'tile.arg_dims' says {dim!r}, the type says {type_}")
-    return tuple(declared)
+    if declared is not None:
+        return declared
+    if any(d == ir.ShapedType.get_dynamic_size() for d in type_.shape):
+        raise error(func, f"tensor {name} has dynamic dims but the function has no 'tile.arg_dims'")
+    return tuple(type_.shape)
 
 
 def is_row_major(type_: ir.MemRefType) -> bool:

@@ -24,6 +24,7 @@ from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.ctype import CTypes, byte_size
 from tilemlir.emit_cuda.kernel import KernelIR, is_row_major
 from tilemlir.emit_cuda.names import Names
+from tilemlir.hardware import format_bytes, max_shared_bytes
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
 
@@ -55,6 +56,7 @@ class Memory:
         self.tensors: dict[ir.Value, Tensor] = {}
         self.buffers: dict[ir.Value, Buffer] = {}
         self.shared_offsets, self.shared_bytes = _plan_shared(kernel)
+        self._launch = kernel.launch
         written = _written_memrefs(kernel.func)
         for arg, py_name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
             if dims is None:
@@ -105,6 +107,19 @@ class Memory:
             return C.subscript(C.atom(buffer.name), *indices)
         raise error(where, f"'{where.name}' accesses {memref.type}, which is neither a kernel tensor nor an "
                            "on-chip buffer the CUDA emitter declared (views and casts are not supported)")
+
+    def check_shared_limit(self, arch: str) -> None:
+        """CompileError at the first shared buffer that ends past what one block may use on `arch`."""
+        limit = max_shared_bytes(arch)
+        if limit is None or self.shared_bytes <= limit:
+            return
+        placed = sorted(self.shared_offsets.items(), key=lambda item: item[1])
+        buffers = [(op, offset, _bytes(op.results[0].type)) for op, offset in placed]
+        listed = ", ".join(f"'{irutil.str_attr(op, 'name') or 'buffer'}' {size} bytes at offset {offset}"
+                           for op, offset, size in buffers) or "asked for by the gpu.launch"
+        where = next((op for op, offset, size in buffers if offset + size > limit), self._launch)
+        raise error(where, f"the block needs {format_bytes(self.shared_bytes)} of shared memory ({listed}), more "
+                           f"than the {format_bytes(limit)} one block may use on {arch}")
 
     def is_registers(self, memref: ir.Value) -> bool:
         return memref in self.buffers and self.buffers[memref].space == "local"

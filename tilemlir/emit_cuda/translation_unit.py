@@ -15,7 +15,7 @@ from tilemlir.passes.diag import source_location
 from tilemlir.runtime.signature import KernelSignature
 
 
-def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) -> EmittedKernel:
+def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None, arch: str | None = None) -> EmittedKernel:
     op = module.operation if isinstance(module, ir.Module) else irutil.operation(module)
     if op.name != "builtin.module":
         raise CompileError(f"the CUDA emitter takes a builtin.module, got '{op.name}'")
@@ -24,6 +24,8 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None) ->
     emitter = KernelEmitter(kernel, fast_math=fast_math, index_bits=bits)
     function = emitter.function()
     memory = emitter.memory
+    if arch is not None:
+        memory.check_shared_limit(arch)
     written = {arg for arg, tensor in memory.tensors.items() if tensor.written}
     signature = build_signature(kernel, emitter.function_name, memory.shared_bytes, bits, written)
     source = _banner(kernel, signature) + emitter.prelude.text(function) + "\n" + function

@@ -129,6 +129,8 @@ class CallMixin:
             return callee(*args, **kwargs)
         except KernelError:
             raise
+        except T.DeclarationError as exc:  # located at the frontend's own frame: relocate it at the call
+            raise KernelError(exc.text) from None
         except Exception as exc:
             raise KernelError(f"compile-time call {name}(...) raised {type(exc).__name__}: {exc}") from None
 

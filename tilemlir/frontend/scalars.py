@@ -244,6 +244,8 @@ def binary(op: str, a, b) -> Scalar:
             raise _bool_operator_error(op)
         op = _BOOL_LOGICAL[op]
     lhs, rhs = (convert(as_scalar(x, dtype), dtype) for x in (a, b))
+    if op in ("//", "%") and _is_constant_zero(rhs):
+        raise _division_by_zero(op)
     if op in _BIT_OPS:
         result = _bitwise(op, lhs.value, rhs.value, dtype)
     elif dtype.is_float:
@@ -359,6 +361,30 @@ def negate(a: Scalar) -> Scalar:
         return Scalar(arith.NegFOp(a.value).result, dtype)
     expr = f"(-{a.expr})" if a.expr is not None else None
     return Scalar(arith.SubIOp(constant(0, dtype).value, a.value).result, dtype, expr)
+
+
+def _division_by_zero(op: str) -> KernelError:
+    what = "integer division" if op == "//" else "integer modulo"
+    return KernelError(
+        f"{what} by zero: the divisor is 0 at compile time (Python raises ZeroDivisionError; the GPU would give "
+        "an arbitrary number)"
+    )
+
+
+# Casts that keep an integer zero exactly when it was zero (a truncation may make zero of a nonzero value).
+_ZERO_PRESERVING_CASTS = ("arith.extsi", "arith.extui", "arith.index_cast", "arith.index_castui")
+
+
+def _is_constant_zero(a: Scalar) -> bool:
+    """Whether an integer or index Scalar is an `arith.constant` 0, through widening and index casts."""
+    if not is_integer(a.dtype):
+        return False
+    op = getattr(a.value.owner, "operation", a.value.owner)
+    while getattr(op, "name", None) in _ZERO_PRESERVING_CASTS:
+        op = getattr(op.operands[0].owner, "operation", op.operands[0].owner)
+    if getattr(op, "name", None) != "arith.constant" or not isinstance(op.attributes["value"], ir.IntegerAttr):
+        return False
+    return ir.IntegerAttr(op.attributes["value"]).value == 0
 
 
 def _float_constant(a: Scalar) -> float | None:
@@ -538,6 +564,8 @@ def ceildiv(a, b) -> Scalar:
     if not is_integer(dtype):
         raise ceildiv_type_error(dtype)
     x, y = (convert(as_scalar(v, dtype), dtype) for v in (a, b))
+    if _is_constant_zero(y):
+        raise KernelError("T.ceildiv by zero")
     op = arith.CeilDivUIOp if dtype.kind in ("index", "uint") else arith.CeilDivSIOp
     ea, eb = _expr(a), _expr(b)
     expr = f"(-(-{ea} // {eb}))" if ea is not None and eb is not None else None

@@ -66,10 +66,9 @@ class SignatureMixin:
                 return Param(arg.arg, arg, annotation, annotation.dtype)
             try:
                 return Param(arg.arg, arg, None, T.dtype(annotation))
-            except ValueError:
+            except ValueError as exc:
                 raise KernelError(
-                    f"parameter '{arg.arg}' must be annotated with T.Tensor(shape, dtype) or a dtype, got "
-                    f"{annotation!r}",
+                    f"parameter '{arg.arg}' must be annotated with T.Tensor(shape, dtype) or a dtype: {exc}",
                     arg.annotation,
                 ) from None
 

@@ -118,24 +118,45 @@ class TileOpsMixin:
         return Region(buffer, offsets, extents if sliced else None, node)
 
     def slice_bounds(self, buffer: Buffer, dim: int, item: ast.Slice) -> tuple[Scalar, int | None]:
+        """The start and extent of a slice. A slice to the end of its dim (`a:`, or `a:M` where M is
+        the dim's size) with a run-time start or a symbolic size has extent None: the other side gives
+        it, as for a start index. Any other extent must be a compile-time constant."""
         with self.located(item):
-            if item.step is not None:
-                raise KernelError("strided slices are not supported in tile arguments")
+            self.check_slice_step(item)
             lower = 0 if item.lower is None else self.materialize(self.eval(item.lower))
             size = buffer.shape[dim]
-            if item.upper is None:
+            upper = None if item.upper is None else self.eval(item.upper)
+            to_the_end = upper is None or (isinstance(upper, (int, T.Symbolic)) and upper == size)
+            if to_the_end:
                 upper = size if isinstance(size, int) else None
-            else:
-                upper = self.materialize(self.eval(item.upper))
             if isinstance(lower, int) and isinstance(upper, int):
                 extent = upper - lower
-            elif item.upper is None:
+            elif to_the_end:
                 extent = None
             else:
                 extent = self.linear_difference(item.upper, item.lower)
+                if extent is None:
+                    raise KernelError(
+                        f"the slice {ast.unparse(item)} of dim {dim} of '{buffer.name}' has a run-time extent, "
+                        "but a tile's extent must be a compile-time constant (such as `k * 64:(k + 1) * 64` or "
+                        "`i:i + 64`): copy a tile of constant extent, and select the elements to keep by index "
+                        "in T.Parallel (`T.if_then_else(j < n, ...)`)"
+                    )
             if extent is not None and extent <= 0:
                 raise KernelError(f"the slice of dim {dim} of '{buffer.name}' is empty")
             return scalars.to_index(self.operand(lower, "a slice bound")), extent
+
+    def check_slice_step(self, item: ast.Slice) -> None:
+        if item.step is None:
+            return
+        step = self.eval(item.step)
+        if isinstance(step, int) and not isinstance(step, bool) and step == 1:
+            return
+        shown = "a run-time step" if is_dynamic(step) else f"step {step!r}"
+        raise KernelError(
+            f"strided slices are not supported in tile arguments (the slice {ast.unparse(item)} has {shown}): "
+            "a tile is a contiguous box; read strided elements by index in T.Parallel"
+        )
 
     def linear_difference(self, upper: ast.expr, lower: ast.expr | None) -> int | None:
         """upper - lower when it is a compile-time constant (e.g. `(k + 1) * BK` minus `k * BK`), else None."""
@@ -192,6 +213,13 @@ class TileOpsMixin:
         if src.buffer.is_global and dst.buffer.is_global:
             raise KernelError(
                 "T.copy cannot copy global to global: one side must be a shared, fragment or local buffer", node
+            )
+        if dst.buffer.dtype.kind == "bool" and src.buffer.dtype.kind != "bool":
+            raise KernelError(
+                f"T.copy cannot convert {src.buffer.dtype} '{src.buffer.name}' into bool '{dst.buffer.name}' "
+                "implicitly (numpy's astype(bool) is `!= 0`, a 1-bit truncation keeps the low bit): convert in "
+                "T.Parallel with T.cast(value, T.bool), which is `!= 0`",
+                node,
             )
         box = self.copy_box(src, dst, node)
         tile.copy(src.buffer.value, dst.buffer.value, [o.value for o in src.offsets],

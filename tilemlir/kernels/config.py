@@ -89,7 +89,7 @@ def element_bytes(dtype) -> int:
     return max(1, T.dtype(dtype).bits // 8)
 
 
-def _positive_int(name: str, value) -> int:
+def positive_int(name: str, value) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
@@ -107,8 +107,8 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
     - Other rows: one row per block, the fewest warps (at least MIN_THREADS threads) that hold it
       with at most max_chunks chunks each; the last chunks are masked.
     """
-    row_bytes = _positive_int("the row width N", N) * element_bytes(dtype)
-    _positive_int("max_chunks", max_chunks)
+    row_bytes = positive_int("the row width N", N) * element_bytes(dtype)
+    positive_int("max_chunks", max_chunks)
     chunks = -(-row_bytes // CHUNK_BYTES)
     if row_bytes % CHUNK_BYTES == 0:
         for threads in range(MIN_THREADS, MAX_THREADS + 1, LANES):
@@ -124,7 +124,7 @@ def row_config(N: int, dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD) -> R
 def streamed_chunk(dtype: str, max_chunks: int = MAX_CHUNKS_PER_THREAD, threads: int = MAX_THREADS) -> int:
     """Elements of a long row one pass of a streaming kernel holds: `threads` threads x
     max_chunks 16-byte chunks (by default the most `row_config` keeps in registers)."""
-    return threads * _positive_int("max_chunks", max_chunks) * CHUNK_BYTES // element_bytes(dtype)
+    return threads * positive_int("max_chunks", max_chunks) * CHUNK_BYTES // element_bytes(dtype)
 
 
 def warp_row_layout(N: int, dtype: str) -> T.Layout | None:

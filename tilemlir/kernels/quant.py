@@ -1,7 +1,7 @@
 """Dynamic float8 e4m3 quantization of bfloat16 activations, DeepSeek-style.
 
     quant_row_fp8(N)(X[M, N]) -> (Q[M, N] fp8, S[M] fp32)       per row: S = amax / 448
-    quant_block_fp8(N)(X[M, N]) -> (Q, S[M, ceil(N/128)])       per 1 x 128 block
+    quant_block_fp8(N)(X[M, N]) -> (Q, S[M, ceil(N/128)])       per 1 x 128 block (the last one ragged)
 
 S is computed as amax * fp32(1/448), which is what PyTorch's `amax / 448`
 does (it divides by a scalar through its reciprocal), and Q = fp8(x / S)
@@ -34,7 +34,7 @@ number, so S and Q are bitwise those of the one-pass kernel.
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.kernels.config import element_bytes, held_dtype, row_config, streamed_chunk, tuned
+from tilemlir.kernels.config import element_bytes, held_dtype, positive_int, row_config, streamed_chunk, tuned
 
 FP8_MAX = 448.0
 MIN_AMAX = 1e-30
@@ -143,15 +143,18 @@ def _quant_row_streamed(N, dtype, max_chunks, min_blocks, hold):
 
 @tilemlir.jit(out_idx=[1, 2])
 def quant_block_fp8(N, dtype="bfloat16", block_rows=BLOCK_ROWS, threads=128, min_blocks=None):
-    """One block per (128-column group, block_rows rows) tile: no serial loop, so many tiles are in flight."""
+    """One block per (128-column group, block_rows rows) tile: no serial loop, so many tiles are in flight.
+    Any N: the last group of a row is its last N % 128 columns, and a row of N < 128 is one group (a
+    tile of N columns)."""
     M = T.symbolic("M")
-    groups = T.ceildiv(N, GROUP)
+    groups = T.ceildiv(positive_int("the row width N", N), GROUP)
+    width = min(N, GROUP)
 
     @T.prim_func
     def quant_block_kernel(X: T.Tensor((M, N), dtype), Q: T.Tensor((M, N), T.float8_e4m3),
                            S: T.Tensor((M, groups), T.float32)):
         with T.Kernel(groups, T.ceildiv(M, block_rows), threads=threads, min_blocks=min_blocks) as (bg, bm):
-            x = T.alloc_fragment((block_rows, GROUP), T.float32)
+            x = T.alloc_fragment((block_rows, width), T.float32)
             scale = T.alloc_fragment((block_rows,), T.float32)
             inv_scale = T.alloc_fragment((block_rows,), T.float32)
             scale_col = T.alloc_fragment((block_rows, 1), T.float32)

@@ -33,6 +33,7 @@ from tilemlir.dialects.tile import FRAGMENT, memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import ir
 from tilemlir.passes import register_pass
+from tilemlir.passes.diag import error
 from tilemlir.passes.thread_builder import Builder
 
 
@@ -46,6 +47,9 @@ def run(module: ir.Operation, options) -> None:
 
 def _lower(gemm: ir.Operation) -> None:
     kernel = lir.enclosing(gemm, "tile.kernel")
+    if kernel is None:
+        raise error(gemm, "tile.gemm is not inside a tile.kernel: lower-gemm-simt takes tile-level IR (docs/ir.md), "
+                          "where a gemm's block is a tile.kernel, not a gpu.launch")
     kernel_block = kernel.regions[0].blocks[0]
     b = Builder(ir.InsertionPoint(gemm), gemm.location, kernel_block)
     a, bm = (_readable(b, kernel_block, v) for v in list(gemm.operands)[:2])

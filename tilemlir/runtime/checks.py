@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Sequence
 
 from tilemlir.errors import LaunchError
+from tilemlir.hardware import MAX_GRID
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
@@ -37,7 +38,6 @@ HOST = -1  # ArrayDesc.device of host memory; CUDA devices are their ordinals (0
 INT32_LIMIT = 2**31
 # What a call beyond a 32-bit kernel's indexing needs (the compile option that exists for it).
 WIDER = "compile the kernel with index_bits=64 (tilemlir.compile(..., index_bits=64) or @tilemlir.jit(index_bits=64))"
-MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
 class ArrayDesc(NamedTuple):

@@ -20,11 +20,11 @@ import logging
 from typing import Any, Callable, NamedTuple
 
 from tilemlir.errors import LaunchError
+from tilemlir.hardware import MAX_STATIC_SHARED_BYTES
 from tilemlir.runtime.checks import HOST
 
 log = logging.getLogger("tilemlir.runtime")
 
-MAX_STATIC_SHARED = 48 * 1024
 _cuda: Any = None
 _unusable: LaunchError | None = None  # why the driver could not be initialized, to fail fast next time
 _context_devices: dict[int, int] = {}  # current-context handle -> device ordinal
@@ -184,7 +184,7 @@ class LoadedModule:
         if shared_bytes is not None and shared_bytes > self.max_dynamic_shared:
             raise LaunchError(f"kernel {kernel_name!r} needs {shared_bytes} bytes of dynamic shared memory; "
                               f"cuda:{self.device} allows {self.max_dynamic_shared} ({optin} minus {static} static)")
-        if wanted > MAX_STATIC_SHARED - static:
+        if wanted > MAX_STATIC_SHARED_BYTES - static:
             check(drv.cuFuncSetAttribute(
                 self.function, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, wanted),
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")

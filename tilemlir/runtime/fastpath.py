@@ -37,7 +37,8 @@ import threading
 from types import ModuleType
 from typing import Any, Callable
 
-from tilemlir.runtime.checks import INT32_LIMIT, MAX_GRID
+from tilemlir.hardware import MAX_GRID
+from tilemlir.runtime.checks import INT32_LIMIT
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter
 from tilemlir.runtime.native import KIND
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam

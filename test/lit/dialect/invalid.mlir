@@ -172,6 +172,184 @@ func.func @kernel_zero_grid_extent(%n: index) {
 }
 
 // -----
+// Hardware limits (tilemlir/hardware.py): grid extents, a thread's registers and local memory.
+
+func.func @kernel_grid_x_too_large() {
+  %c = arith.constant 1099511627776 : index
+  // expected-error @+1 {{'tile.kernel' op grid extent #0 is 1099511627776, more than the 2147483647 blocks a grid has along x}}
+  "tile.kernel"(%c) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @kernel_grid_z_too_large(%n: index) {
+  %c = arith.constant 65536 : index
+  // expected-error @+1 {{'tile.kernel' op grid extent #2 is 65536, more than the 65535 blocks a grid has along z}}
+  "tile.kernel"(%n, %n, %c) ({
+  ^bb0(%bx: index, %by: index, %bz: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @fragment_beyond_the_registers(%n: index) {
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    // 128 x 256 f32 over 128 threads: 256 registers a thread, one more than there are
+    // expected-error @+1 {{'tile.alloc_fragment' op needs at least 256 32-bit registers in each of the block's 128 threads (256 of its f32 elements a thread), more than the 255 a thread has: make the tile smaller and loop over the rest, or use more threads}}
+    %f = "tile.alloc_fragment"() : () -> memref<128x256xf32, "fragment">
+    %g = "tile.alloc_fragment"() : () -> memref<128x255xf32, "fragment">
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @local_beyond_a_thread(%n: index) {
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    // expected-error @+1 {{'tile.alloc_local' op needs 4194304 bytes (4 MiB) in each thread, more than a thread can hold (525308 bytes: 255 32-bit registers and 512 KiB of local memory)}}
+    %l = "tile.alloc_local"() : () -> memref<1048576xf32, "local">
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @thread_storage_summed(%n: index) {
+  // Each buffer fits (the fragment in exactly 255 registers), their sum is 4 bytes too many.
+  // expected-error @+1 {{'tile.kernel' op the block's fragments and local buffers need at least 525312 bytes (513 KiB) in each thread ('a' 262144 bytes, 'b' 262144 bytes, 'f' 1020 bytes, 'c' 4 bytes), more than a thread can hold (525308 bytes: 255 32-bit registers and 512 KiB of local memory)}}
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    %a = "tile.alloc_local"() {name = "a"} : () -> memref<65536xf32, "local">
+    %b = "tile.alloc_local"() {name = "b"} : () -> memref<65536xf32, "local">
+    %f = "tile.alloc_fragment"() {name = "f"} : () -> memref<32x255xi32, "fragment">
+    %c = "tile.alloc_local"() {name = "c"} : () -> memref<1xf32, "local">
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+// The kernel function's signature attributes (docs/ir.md), checked by the tile.kernel inside it.
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' entry #0 says 32 for dim #1 of memref<?x64xf32>, which needs 64}}
+func.func @arg_dims_static_mismatch(%X: memref<?x64xf32>) attributes {tile.entry, tile.arg_names = ["X"],
+    tile.arg_dims = [["M", 32]], tile.symbols = ["M"]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' entry #0 says 64 for dim #0 of memref<?x64xf32>, which needs a symbol name}}
+func.func @arg_dims_static_for_a_dynamic_dim(%X: memref<?x64xf32>) attributes {tile.arg_dims = [[64, 64]]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' entry #1 gives 1 dims for an argument of type memref<4x64xf32>}}
+func.func @arg_dims_rank(%X: memref<64xf32>, %Y: memref<4x64xf32>) attributes {tile.arg_dims = [[64], [64]]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' entry #1 must be empty for the scalar argument of type f32, got [4]}}
+func.func @arg_dims_of_a_scalar(%X: memref<64xf32>, %s: f32) attributes {tile.arg_dims = [[64], [4]]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' must be an array with one entry per argument (2)}}
+func.func @arg_dims_count(%X: memref<64xf32>, %s: f32) attributes {tile.arg_dims = [[64]]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.symbols' must name each symbolic dim of 'tile.arg_dims' once, ['M', 'K'], got ['M']}}
+func.func @symbol_missing(%X: memref<?x64xf32>, %Y: memref<?xf32>) attributes {tile.arg_dims = [["M", 64], ["K"]],
+    tile.symbols = ["M"]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' uses the symbolic dims ['M'], but the function has no 'tile.symbols'}}
+func.func @symbols_absent(%X: memref<?x64xf32>) attributes {tile.arg_dims = [["M", 64]]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_names' has 1 entries for 2 arguments}}
+func.func @arg_names_count(%X: memref<64xf32>, %s: f32) attributes {tile.arg_names = ["X"]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.arg_dims' entry #0 names dim #0 'M+1', which is not a symbol name}}
+func.func @arg_dims_not_a_name(%X: memref<?xf32>) attributes {tile.arg_dims = [["M+1"]], tile.symbols = ["M+1"]} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64} : (index) -> ()
+  return
+}
+
+// -----
 
 func.func @kernel_missing_block_arg(%n: index) {
   // expected-error @+1 {{'tile.kernel' op region must have 2 block argument(s), one per grid dim, got 1}}
@@ -539,6 +717,14 @@ func.func @copy_box_exceeds_dst_at_offset(%X: memref<?x64xf32>, %s: memref<8x64x
   %c6 = arith.constant 6 : index
   // expected-error @+1 {{'tile.copy' op copy box extent 4 at offset 6 exceeds dim #0 of dst (memref<8x64xf32, "shared">), which is 8}}
   "tile.copy"(%X, %s, %i, %c0, %c6, %c0) {shape = [4, 64]} : (memref<?x64xf32>, memref<8x64xf32, "shared">, index, index, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @copy_into_i1(%X: memref<?x64xi32>, %f: memref<4x64xi1, "fragment">, %i: index) {
+  // expected-error @+1 {{'tile.copy' op cannot convert i32 to i1: a copy would truncate to the low bit; compare with zero in element code (arith.cmpi ne / arith.cmpf une)}}
+  "tile.copy"(%X, %f, %i, %i, %i, %i) {shape = [4, 64]} : (memref<?x64xi32>, memref<4x64xi1, "fragment">, index, index, index, index) -> ()
   return
 }
 

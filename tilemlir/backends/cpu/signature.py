@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Collection, Sequence
 
-from tilemlir.errors import CompileError
 from tilemlir import ir_util
+from tilemlir.dialects.tile import entry_attributes_problem
+from tilemlir.errors import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import func, ir
+from tilemlir.passes.diag import error
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 DTYPE_NAMES = {
@@ -57,6 +59,9 @@ def dtype_name(type_: ir.Type) -> str:
 
 def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelSignature:
     function = entry_function(module)
+    problem = entry_attributes_problem(function.operation)
+    if problem is not None:
+        raise error(function, f"CPU backend: {problem}")
     attrs = function.attributes
     types = list(function.type.inputs)
     names = _arg_names(function)
