@@ -50,5 +50,9 @@ class CompileError(TilemlirError):
         return self.diagnostics[0].location if self.diagnostics else None
 
 
+class ConfigError(TilemlirError):
+    """A TILEMLIR_* environment variable holds a value tilemlir cannot use."""
+
+
 class LaunchError(TilemlirError):
     """A kernel was called with arguments it cannot run on (names the argument, expected vs got)."""
