@@ -105,3 +105,39 @@ def test_override_and_dump_directories_bypass_the_source_cache(tmp_path, env):
     for knob in ("TILEMLIR_CUDA_OVERRIDE", "TILEMLIR_DUMP_DIR"):
         assert _run(tmp_path, {**env, knob: str(tmp_path / knob)}) == ["mlir", "1", "0"]
     assert _run(tmp_path, env) == ["no-mlir", "1", "0"]
+
+
+def test_key_depends_on_the_prover_budget(monkeypatch):
+    def kernel():
+        return 1
+
+    keys = set()
+    for rlimit in ("1000", "2000"):
+        monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", rlimit)
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    assert len(keys) == 2
+
+
+def test_the_compiler_fingerprint_covers_the_installed_z3(monkeypatch, tmp_path):
+    import importlib.machinery
+    import importlib.util
+
+    fake_z3 = tmp_path / "z3"
+    (fake_z3 / "lib").mkdir(parents=True)
+    (fake_z3 / "__init__.py").write_text("")
+    library = fake_z3 / "lib" / "libz3.so"
+    find_spec = importlib.util.find_spec
+
+    def finding_the_fake(name, *args):
+        if name == "z3":
+            return importlib.machinery.ModuleSpec("z3", None, origin=str(fake_z3 / "__init__.py"))
+        return find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", finding_the_fake)
+    prints = []
+    for build in (b"z3 4.13", b"z3 4.14!"):
+        library.write_bytes(build)
+        source_cache.compiler_fingerprint.cache_clear()
+        prints.append(source_cache.compiler_fingerprint())
+    source_cache.compiler_fingerprint.cache_clear()
+    assert prints[0] != prints[1]
