@@ -29,7 +29,6 @@ would claim that loop runs, which may constrain the symbols).
 
 from __future__ import annotations
 
-import functools
 import operator
 
 import z3
@@ -127,22 +126,12 @@ class IndexTerms:
         self._fresh = 0
         self._translating: list[ir.Value] = []
         self._origins: dict[str, ir.Value] = {}
-        # Not `self.int_val`: a bound method here would make a reference cycle, and the cycle
-        # collector may free the terms on another thread while this one is using the context.
-        self._affine_ops = AffineOps(
-            constant=functools.partial(z3.IntVal, ctx=ctx), add=operator.add, mul=operator.mul,
-            floordiv=floor_div, ceildiv=ceil_div, mod=floor_mod,
-        )
 
     # -- public ---------------------------------------------------------------
 
     def int_val(self, value: int) -> z3.IntNumRef:
         """The integer constant `value` in this function's context."""
         return z3.IntVal(value, self.ctx)
-
-    def affine_term(self, expr: ir.AffineExpr, dims: list, symbols: list):
-        """A term for an affine expression over dim and symbol terms (mod/floordiv: floor semantics)."""
-        return fold_affine(expr, self._affine_ops, dims, symbols)
 
     def int_term(self, value: ir.Value) -> z3.ArithRef:
         term = self.term(value)
@@ -426,11 +415,18 @@ def _gpu_id(kind):
     return handler
 
 
+def affine_term(expr: ir.AffineExpr, dims: list, symbols: list, ctx: z3.Context):
+    """A Z3 term in `ctx` for an affine expression over dim and symbol terms (mod/floordiv: floor semantics)."""
+    ops = AffineOps(constant=lambda value: z3.IntVal(value, ctx), add=operator.add, mul=operator.mul,
+                    floordiv=floor_div, ceildiv=ceil_div, mod=floor_mod)
+    return fold_affine(expr, ops, dims, symbols)
+
+
 def _affine_results(terms, op):
     amap = ir.AffineMapAttr(op.attributes["map"]).value
     operands = [terms.int_term(v) for v in op.operands]
     dims, symbols = operands[: amap.n_dims], operands[amap.n_dims :]
-    return [terms.affine_term(e, dims, symbols) for e in amap.results]
+    return [affine_term(e, dims, symbols, terms.ctx) for e in amap.results]
 
 
 def _affine_apply(terms, op, value):
