@@ -41,8 +41,14 @@ class Settings:
     dump_dir: Path | None
     cuda_override: Path | None
     disable_cache: bool
-    prover_rlimit: int
+    prover_rlimit_text: str | None
     traceback: bool = False
+
+    @property
+    def prover_rlimit(self) -> int:
+        """The prover's per-query budget; a ConfigError only for whoever needs it, when it is not a
+        count Z3 takes (an unsigned 32-bit one)."""
+        return _count("TILEMLIR_PROVER_RLIMIT", self.prover_rlimit_text, DEFAULT_PROVER_RLIMIT, most=2**32 - 1)
 
 
 def _path(value: str | None) -> Path | None:
@@ -82,7 +88,6 @@ def settings() -> Settings:
         dump_dir=_path(env.get("TILEMLIR_DUMP_DIR")),
         cuda_override=_path(env.get("TILEMLIR_CUDA_OVERRIDE")),
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),
-        prover_rlimit=_count("TILEMLIR_PROVER_RLIMIT", env.get("TILEMLIR_PROVER_RLIMIT"), DEFAULT_PROVER_RLIMIT,
-                             most=2**32 - 1),  # Z3 takes an unsigned 32-bit limit
+        prover_rlimit_text=env.get("TILEMLIR_PROVER_RLIMIT"),
         traceback=_flag(env.get("TILEMLIR_TRACEBACK")),
     )

@@ -50,8 +50,9 @@ class CompileError(TilemlirError):
         return self.diagnostics[0].location if self.diagnostics else None
 
 
-class ConfigError(TilemlirError):
-    """A TILEMLIR_* environment variable holds a value tilemlir cannot use."""
+class ConfigError(CompileError):
+    """A TILEMLIR_* environment variable holds a value the compiler cannot use (reported like
+    any compile error: by tile-opt and the pass pipelines as a diagnostic)."""
 
 
 class LaunchError(TilemlirError):

@@ -122,3 +122,11 @@ def test_range_versioning_is_bounded_by_trip_count(max_trips, versioned):
         assert stats["loops-range-versioned"] == versioned
         assert (stats["guards-proved"], stats["guards-kept"]) == ((1, 2) if versioned else (0, 1))
         assert _guards(module) == stats["guards-kept"]
+
+
+def test_a_bad_budget_is_a_diagnostic_naming_the_knob(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", "lots")
+    with make_context():
+        module = ir.Module.parse(KERNEL)
+        with pytest.raises(CompileError, match="TILEMLIR_PROVER_RLIMIT must be an integer from 1 to 4294967295, got 'lots'"):
+            run_pipeline(module, "insert-guards,eliminate-guards")
