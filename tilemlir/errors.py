@@ -50,5 +50,10 @@ class CompileError(TilemlirError):
         return self.diagnostics[0].location if self.diagnostics else None
 
 
+class ConfigError(CompileError):
+    """A TILEMLIR_* environment variable holds a value the compiler cannot use (reported like
+    any compile error: by tile-opt and the pass pipelines as a diagnostic)."""
+
+
 class LaunchError(TilemlirError):
     """A kernel was called with arguments it cannot run on (names the argument, expected vs got)."""

@@ -5,7 +5,8 @@ frontend and the passes when the same kernel was compiled before. The key
 hashes everything the frontend can read: the kernel function's source, the
 values of its closure cells and of the globals its code names (compile-time
 constants, dtypes, symbols; helper functions by their source), the jit
-options, and a fingerprint of the compiler's own files. A value the key
+options, the prover's budget, and a fingerprint of the compiler's own files
+and of the Z3 build its prover runs (what Z3 proves decides the CUDA). A value the key
 cannot describe faithfully (an arbitrary object) makes the kernel
 uncacheable at this level; the runtime's cache of generated CUDA still
 applies after the frontend has run.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import inspect
 import json
 import types
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import tilemlir
+from tilemlir.config import settings
 
 _PACKAGE = Path(tilemlir.__file__).resolve().parent
 
@@ -33,11 +36,14 @@ class Uncacheable(Exception):
 
 @functools.lru_cache(maxsize=1)
 def compiler_fingerprint() -> str:
-    """Changes whenever a file of the compiler changes (names, sizes and modification times)."""
+    """Changes whenever a file of the compiler or of the installed Z3 changes (names, sizes and
+    modification times); Z3's files are found without importing it."""
+    z3_package = Path(importlib.util.find_spec("z3").origin).parent
     digest = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(_PACKAGE)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    for name, root, pattern in (("tilemlir", _PACKAGE, "*.py"), ("z3", z3_package, "*")):
+        for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
+            stat = path.stat()
+            digest.update(f"{name}/{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()
 
 
@@ -130,6 +136,7 @@ def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any)
             "out_idx": repr(out_idx),
             "arch": resolve_arch(options.get("arch")),
             "compiler": compiler_identity(),
+            "prover_rlimit": settings().prover_rlimit,
         }
     except Uncacheable:
         return None

@@ -74,16 +74,18 @@ def test_python_int_domain(text, d0, d1, s0, expected):
 @pytest.mark.parametrize("text, d0, d1, s0, expected", CASES)
 def test_z3_domain(text, d0, d1, s0, expected):
     (expr,) = exprs(text)
-    term = affine_term(expr, [z3.IntVal(d0), z3.IntVal(d1)], [z3.IntVal(s0)])
-    assert z3.simplify(term).as_long() == expected
+    ctx = z3.Context()
+    term = affine_term(expr, [z3.IntVal(d0, ctx), z3.IntVal(d1, ctx)], [z3.IntVal(s0, ctx)], ctx)
+    assert term.ctx == ctx and z3.simplify(term).as_long() == expected
 
 
 def test_z3_domain_over_variables():
     """Symbolic dims: the term agrees with floor semantics for every value a solver can pick."""
-    x, s = z3.Int("x"), z3.Int("s")
+    ctx = z3.Context()
+    x, s = z3.Int("x", ctx), z3.Int("s", ctx)
     (expr,) = exprs("d0 mod s0 + (d0 floordiv s0) * s0", dims="d0", symbols="s0")
-    solver = z3.Solver()
-    solver.add(s != 0, affine_term(expr, [x], [s]) != x)
+    solver = z3.Solver(ctx=ctx)
+    solver.add(s != 0, affine_term(expr, [x], [s], ctx) != x)
     assert solver.check() == z3.unsat
 
 

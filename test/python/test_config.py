@@ -3,7 +3,10 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from tilemlir import config
+from tilemlir.errors import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -16,8 +19,25 @@ def test_readme_lists_exactly_the_knobs_config_defines():
 def test_settings_read_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "yes")
-    monkeypatch.setenv("TILEMLIR_PROVER_TIMEOUT_MS", "7")
+    monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", "70_000")
     monkeypatch.delenv("TILEMLIR_DUMP_DIR", raising=False)
     settings = config.settings()
-    assert (settings.cache_dir, settings.disable_cache, settings.prover_timeout_ms, settings.dump_dir) == (
-        tmp_path, True, 7, None)
+    assert (settings.cache_dir, settings.disable_cache, settings.prover_rlimit, settings.dump_dir) == (
+        tmp_path, True, 70_000, None)
+
+
+def test_the_prover_budget_defaults_and_must_be_a_positive_integer(monkeypatch):
+    monkeypatch.delenv("TILEMLIR_PROVER_RLIMIT", raising=False)
+    assert config.settings().prover_rlimit == config.DEFAULT_PROVER_RLIMIT
+    for bad in ("0", "-5", "fifty", "1.5", str(2**32)):
+        monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", bad)
+        settings = config.settings()  # the other knobs stay readable (error handlers read TILEMLIR_TRACEBACK)
+        assert settings.traceback is False
+        with pytest.raises(ConfigError, match=rf"TILEMLIR_PROVER_RLIMIT must be an integer from 1 to 4294967295, got '{re.escape(bad)}'"):
+            settings.prover_rlimit
+
+
+def test_the_retired_timeout_knob_says_what_replaced_it(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_PROVER_TIMEOUT_MS", "50")
+    with pytest.warns(UserWarning, match="TILEMLIR_PROVER_TIMEOUT_MS is no longer read: the prover's budget is TILEMLIR_PROVER_RLIMIT"):
+        config.settings()

@@ -1,4 +1,4 @@
-"""The Z3 prover: index arithmetic semantics, facts in scope, cache, and timeouts.
+"""The Z3 prover: index arithmetic semantics, facts in scope, cache, and its deterministic budget.
 
 Each test parses a small thread-level function, translates values tagged
 `test.q = "name"` and asks the prover about them at the tagged op.
@@ -6,10 +6,15 @@ Each test parses a small thread-level function, translates values tagged
 
 from __future__ import annotations
 
+import gc
+import random
+
 import pytest
 import z3
 
-from tilemlir.analysis.prover import Prover, Verdict, clear_cache
+import tilemlir
+from tilemlir.analysis.prover import Prover, Verdict, clear_cache, solve
+from tilemlir.config import DEFAULT_PROVER_RLIMIT
 from tilemlir.mlir import ir, make_context
 
 HEADER = """
@@ -41,12 +46,12 @@ FOOTER = """
 class Probe:
     """A parsed function with its prover and the values/ops tagged `test.q`."""
 
-    def __init__(self, body: str, prelude: str = "", timeout_ms: int | None = None):
+    def __init__(self, body: str, prelude: str = "", rlimit: int | None = None):
         self.context = make_context()
         with self.context:
             self.module = ir.Module.parse(HEADER + prelude + LAUNCH + body + FOOTER)
         self.func = self.module.body.operations[0].operation
-        self.prover = Prover(self.func, timeout_ms=timeout_ms)
+        self.prover = Prover(self.func, rlimit=rlimit)
         self.tagged = {}
 
         def visit(op):
@@ -55,6 +60,10 @@ class Probe:
             return ir.WalkResult.ADVANCE
 
         self.func.walk(visit)
+
+    def int(self, name: str) -> z3.ArithRef:
+        """The integer variable `name` in the prover's context."""
+        return z3.Int(name, self.prover.ctx)
 
     def term(self, name: str):
         op = self.tagged[name]
@@ -70,7 +79,7 @@ def test_block_ids_stay_below_the_grid_and_thread_ids_below_the_block():
     %t = arith.addi %tx, %c0 {test.q = "t"} : index
     """)
     row0, t = probe.term("row0"), probe.term("t")
-    M = z3.Int("sym.M")
+    M = probe.int("sym.M")
     assert probe.prove(row0 < M, "row0") is Verdict.PROVED
     assert probe.prove(row0 + 3 < M, "row0") is Verdict.REFUTED  # ceildiv grid: the last block is partial
     assert probe.prove(z3.And(t >= 0, t < 128), "t") is Verdict.PROVED
@@ -131,7 +140,7 @@ def test_division_semantics_hold_for_symbolic_operands():
     %m = arith.remsi %s, %c4 {test.q = "m"} : index
     """)
     q, f, m = probe.term("q"), probe.term("f"), probe.term("m")
-    tx = z3.Int("tid.x")
+    tx = probe.int("tid.x")
     assert probe.prove(q * 4 + m == tx - 4, "m") is Verdict.PROVED
     assert probe.prove(z3.Implies(tx < 4, m <= 0), "m") is Verdict.PROVED  # remsi takes the dividend's sign
     assert probe.prove(f <= q, "f") is Verdict.PROVED
@@ -156,7 +165,7 @@ def test_affine_maps_use_floor_division_and_non_negative_mod():
     %c = affine.apply affine_map<(d0)[s0] -> (d0 ceildiv 4 + s0)>(%tx)[%c1] {test.q = "c"}
     %d = affine.min affine_map<(d0) -> (d0, 100)>(%tx) {test.q = "d"}
     """)
-    tx = z3.Int("tid.x")
+    tx = probe.int("tid.x")
     assert probe.prove(probe.term("a") == tx - 4, "a") is Verdict.PROVED
     assert probe.prove(z3.And(probe.term("b") >= 0, probe.term("b") < 8), "b") is Verdict.PROVED
     assert probe.prove(probe.term("c") == (tx + 3) / 4 + 1, "c") is Verdict.PROVED
@@ -174,7 +183,7 @@ def test_select_compare_and_casts():
     %nn = arith.addi %ni, %c0 {test.q = "n"} : index
     %sh = arith.shli %tx, %c4 {test.q = "sh"} : index
     """)
-    tx = z3.Int("tid.x")
+    tx = probe.int("tid.x")
     assert probe.prove(probe.term("s") <= 4, "s") is Verdict.PROVED
     assert probe.prove(probe.term("back") == tx, "back") is Verdict.PROVED
     assert probe.prove(probe.term("n") < 2**31, "n") is Verdict.PROVED  # an i32 scalar parameter
@@ -207,7 +216,7 @@ def test_enclosing_if_conditions_are_facts_in_their_branch_only():
     }
     %c = arith.addi %tx, %c0 {test.q = "after"} : index
     """)
-    N = z3.Int("sym.N")
+    N = probe.int("sym.N")
     assert probe.prove(probe.term("then") < N, "then") is Verdict.PROVED
     assert probe.prove(probe.term("else") >= N, "else") is Verdict.PROVED
     assert probe.prove(probe.term("after") < N, "after") is Verdict.REFUTED
@@ -227,7 +236,7 @@ def test_assumes_are_facts_where_they_dominate():
     probe = Probe("""
     %a = arith.addi %N, %c0 {test.q = "n"} : index
     """, prelude=ASSUME_N_128)
-    n, M = probe.term("n"), z3.Int("sym.M")
+    n, M = probe.term("n"), probe.int("sym.M")
     assert probe.prove(n % 128 == 0, "n") is Verdict.PROVED
     assert probe.prove(M >= 5, "n") is Verdict.PROVED
     assert probe.prove(n % 256 == 0, "n") is Verdict.REFUTED
@@ -245,7 +254,7 @@ def test_facts_of_a_loop_the_query_is_not_in_are_left_out():
     }
     %after = arith.addi %N, %c0 {test.q = "after"} : index
     """)
-    N = z3.Int("sym.N")
+    N = probe.int("sym.N")
     assert probe.prove(N >= 2, "i") is Verdict.PROVED  # inside, the loop runs
     assert probe.prove(probe.term("after") >= 2, "after") is Verdict.REFUTED
 
@@ -256,21 +265,107 @@ def test_equal_queries_are_answered_from_the_cache():
     %r0 = arith.muli %bx, %c4 {test.q = "row0"} : index
     """
     first = Probe(body)
-    M = z3.Int("sym.M")
-    assert first.prove(first.term("row0") < M, "row0") is Verdict.PROVED
+    assert first.prove(first.term("row0") < first.int("sym.M"), "row0") is Verdict.PROVED
     assert first.prover.stats["cache-hits"] == 0
-    second = Probe(body)
-    assert second.prove(second.term("row0") < M, "row0") is Verdict.PROVED
+    second = Probe(body)  # another function, another Z3 context: the same query text
+    assert second.prove(second.term("row0") < second.int("sym.M"), "row0") is Verdict.PROVED
     assert second.prover.stats["cache-hits"] == 1
 
 
-def test_a_query_that_runs_out_of_time_is_not_a_proof():
-    clear_cache()
+def _cubes(probe: Probe) -> z3.BoolRef:
+    """No positive cube is a sum of two positive cubes: true, and far beyond any budget Z3 is given."""
+    x, y, z = z3.Ints("x y z", probe.prover.ctx)
+    return z3.Or(x <= 0, y <= 0, z <= 0, x * x * x + y * y * y != z * z * z + probe.term("a") * 0)
+
+
+def test_a_query_that_runs_out_of_its_budget_is_not_a_proof():
     probe = Probe("""
     %a = arith.muli %tx, %N {test.q = "a"} : index
-    """, timeout_ms=1)
-    x, y, z = z3.Ints("x y z")
-    # No positive cube is a sum of two positive cubes: true, but far beyond 1 ms.
-    hard = z3.Or(x <= 0, y <= 0, z <= 0, x * x * x + y * y * y != z * z * z + probe.term("a") * 0)
-    verdict = probe.prove(hard, "a")
-    assert verdict in (Verdict.TIMEOUT, Verdict.UNKNOWN)
+    """, rlimit=20_000)
+    outcome = probe.prover.prove(_cubes(probe), probe.tagged["a"])
+    assert outcome.verdict is Verdict.RESOURCE_OUT and outcome.ran_out and not outcome.proved
+    assert probe.prover.stats["resource-out"] == 1
+
+
+def test_the_cache_keeps_each_verdict_under_its_budget():
+    clear_cache()
+    body = """
+    %r0 = arith.muli %bx, %c4 {test.q = "row0"} : index
+    """
+    verdicts = []
+    for rlimit in (10, None, 10):
+        probe = Probe(body, rlimit=rlimit)
+        verdicts.append((probe.prove(probe.term("row0") < probe.int("sym.M"), "row0"), probe.prover.stats["cache-hits"]))
+    assert verdicts == [(Verdict.RESOURCE_OUT, 0), (Verdict.PROVED, 0), (Verdict.RESOURCE_OUT, 1)]
+
+
+def test_the_budget_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", "12345")
+    assert Probe("").prover.rlimit == 12345
+
+
+def _kernel_queries(monkeypatch) -> list[str]:
+    """The query texts the prover solves while lowering a library kernel."""
+    from tilemlir.analysis import prover
+    from tilemlir.kernels.quant import quant_block_fp8
+
+    clear_cache()
+    queries = []
+
+    def recording(query, rlimit):
+        queries.append(query)
+        return solve(query, rlimit)
+
+    monkeypatch.setattr(prover, "solve", recording)
+    tilemlir.lower(quant_block_fp8.instantiate(N=576), "final")
+    monkeypatch.undo()
+    clear_cache()
+    return queries
+
+
+def _least_budget(query: str) -> int:
+    low, high = 1, 1
+    while solve(query, high) is Verdict.RESOURCE_OUT:
+        low, high = high + 1, high * 2
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if solve(query, middle) is Verdict.RESOURCE_OUT else (low, middle)
+    return high
+
+
+def test_a_verdict_depends_on_the_query_and_the_budget_not_on_what_was_solved_before(monkeypatch):
+    # Z3 counts work per context, and the same query in a context that solved others needs
+    # more or less of it (in one context, a quarter of these verdicts at their least budget
+    # change): each query gets a fresh context.
+    rng = random.Random(14)
+    queries = rng.sample(_kernel_queries(monkeypatch), 30)
+    least = {q: _least_budget(q) for q in queries}
+    queries = [q for q in queries if least[q] > 1]
+    assert len(queries) >= 20
+    for query in reversed(queries):
+        for other in rng.sample(queries, 3):
+            solve(other, DEFAULT_PROVER_RLIMIT)
+        assert solve(query, least[query]) in (Verdict.PROVED, Verdict.REFUTED)
+        assert solve(query, least[query] - 1) is Verdict.RESOURCE_OUT
+
+
+def test_a_prover_leaves_no_z3_object_to_the_cycle_collector():
+    """The collector runs on whichever thread allocates: it must never free Z3 terms of a
+    context another thread's compile is using. Every Z3 object goes when its prover goes."""
+    from tilemlir.kernels.norm import rmsnorm
+
+    kernel = rmsnorm.instantiate(N=4096)
+    kernel.frontend()
+
+    def contexts() -> int:
+        return sum(isinstance(o, z3.Context) for o in gc.get_objects())
+
+    gc.collect()
+    gc.disable()
+    try:
+        before = contexts()
+        tilemlir.lower(kernel, "final")
+        after = contexts()
+    finally:
+        gc.enable()
+    assert after == before

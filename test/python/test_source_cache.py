@@ -205,3 +205,39 @@ def test_a_damaged_source_level_entry_is_discarded_and_the_kernel_compiled_again
     assert any("discarding the damaged cache entry" in r.message for r in caplog.records)
     warm, _ = _fresh(scale_factory)
     assert not hasattr(warm.artifact, "stage_ir") and warm.cubin == cold.cubin  # stored whole again
+
+
+def test_key_depends_on_the_prover_budget(monkeypatch):
+    def kernel():
+        return 1
+
+    keys = set()
+    for rlimit in ("1000", "2000"):
+        monkeypatch.setenv("TILEMLIR_PROVER_RLIMIT", rlimit)
+        keys.add(source_cache.kernel_key(kernel, "cuda", {}, None))
+    assert len(keys) == 2
+
+
+def test_the_compiler_fingerprint_covers_the_installed_z3(monkeypatch, tmp_path):
+    import importlib.machinery
+    import importlib.util
+
+    fake_z3 = tmp_path / "z3"
+    (fake_z3 / "lib").mkdir(parents=True)
+    (fake_z3 / "__init__.py").write_text("")
+    library = fake_z3 / "lib" / "libz3.so"
+    find_spec = importlib.util.find_spec
+
+    def finding_the_fake(name, *args):
+        if name == "z3":
+            return importlib.machinery.ModuleSpec("z3", None, origin=str(fake_z3 / "__init__.py"))
+        return find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", finding_the_fake)
+    prints = []
+    for build in (b"z3 4.13", b"z3 4.14!"):
+        library.write_bytes(build)
+        source_cache.compiler_fingerprint.cache_clear()
+        prints.append(source_cache.compiler_fingerprint())
+    source_cache.compiler_fingerprint.cache_clear()
+    assert prints[0] != prints[1]

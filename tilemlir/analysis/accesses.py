@@ -118,7 +118,7 @@ def ops_where(root: ir.Operation, keep, order=ir.WalkOrder.POST_ORDER) -> list[i
 def row_major_strides(terms: IndexTerms, memref: ir.Value) -> list:
     """Element strides of each dim of a contiguous row-major global tensor."""
     rank = memref.type.rank
-    strides = [z3.IntVal(1)] * rank
+    strides = [terms.int_val(1)] * rank
     for dim in range(rank - 2, -1, -1):
         strides[dim] = strides[dim + 1] * terms.dim_term(memref, dim + 1)
     return [z3.simplify(s) for s in strides]

@@ -1,7 +1,9 @@
 """Thread-level index arithmetic as Z3 integer terms, with the facts their variables carry.
 
-`IndexTerms(func)` translates SSA values of one `tile.entry` function (at
-thread level, docs/ir.md) into Z3 terms over mathematical integers:
+`IndexTerms(func, ctx)` translates SSA values of one `tile.entry` function
+(at thread level, docs/ir.md) into Z3 terms over mathematical integers, all
+built in the Z3 context `ctx` (one per compile, never Z3's shared default
+context: compiles in other threads use theirs):
 
 - `arith` on index/iN: add/sub/mul, signed division and remainder with C
   semantics (`divsi`, `remsi`: truncation), floor/ceil division
@@ -113,8 +115,9 @@ def _attr_py(attr):
 class IndexTerms:
     """Z3 terms for the index values of one function; memoized per value."""
 
-    def __init__(self, func: ir.Operation):
+    def __init__(self, func: ir.Operation, ctx: z3.Context):
         self.func = func.operation if isinstance(func, ir.OpView) else func
+        self.ctx = ctx
         attrs = self.func.attributes
         self.arg_names = _string_list(attrs["tile.arg_names"]) if "tile.arg_names" in attrs else []
         self.arg_dims = _string_list(attrs["tile.arg_dims"]) if "tile.arg_dims" in attrs else []
@@ -125,6 +128,10 @@ class IndexTerms:
         self._origins: dict[str, ir.Value] = {}
 
     # -- public ---------------------------------------------------------------
+
+    def int_val(self, value: int) -> z3.IntNumRef:
+        """The integer constant `value` in this function's context."""
+        return z3.IntVal(value, self.ctx)
 
     def int_term(self, value: ir.Value) -> z3.ArithRef:
         term = self.term(value)
@@ -161,7 +168,7 @@ class IndexTerms:
 
     def _fresh_var(self, hint: str, make):
         self._fresh += 1
-        var = make(f"{hint}!{self._fresh}")
+        var = make(f"{hint}!{self._fresh}", self.ctx)
         if self._translating:
             self._origins[var.decl().name()] = self._translating[-1]
         return var
@@ -171,11 +178,11 @@ class IndexTerms:
         type_ = memref.type
         size = type_.shape[dim]
         if size != ir.ShapedType.get_dynamic_size():
-            return z3.IntVal(size)
+            return self.int_val(size)
         key = ("dim", memref, dim)
         if key in self._terms:
             return self._terms[key]
-        var = z3.Int(self._dim_name(memref, dim))
+        var = z3.Int(self._dim_name(memref, dim), self.ctx)
         self._own(var, [var >= 0])
         self._terms[key] = var
         return var
@@ -220,7 +227,7 @@ class IndexTerms:
         bound = sizes[index]
         key = (kind, launch, axis)
         if key not in self._terms:
-            var = z3.Int(f"{kind}.{'xyz'[axis]}")
+            var = z3.Int(f"{kind}.{'xyz'[axis]}", self.ctx)
             self._terms[key] = var
             self._own(var, [var >= 0, var < self.int_term(bound)])
         return self._terms[key]
@@ -240,10 +247,10 @@ class IndexTerms:
     def _scalar_param(self, value: ir.Value, index: int):
         name = self.arg_names[index] if index < len(self.arg_names) else f"arg{index}"
         if _is_bool(value.type):
-            return z3.Bool(f"param.{name}")
+            return z3.Bool(f"param.{name}", self.ctx)
         if not isinstance(value.type, (ir.IntegerType, ir.IndexType)):
             return self._opaque(value, "param")
-        var = z3.Int(f"param.{name}")
+        var = z3.Int(f"param.{name}", self.ctx)
         width = _int_width(value.type)
         if width:
             self._own(var, [var >= -(2 ** (width - 1)), var < 2 ** (width - 1)])
@@ -290,8 +297,8 @@ def _constant(terms, op, value):
     if not isinstance(attr, ir.IntegerAttr):
         return None
     if _is_bool(value.type):
-        return z3.BoolVal(attr.value != 0)
-    return z3.IntVal(attr.value)
+        return z3.BoolVal(attr.value != 0, terms.ctx)
+    return terms.int_val(attr.value)
 
 
 def _logic(bool_fn, int_fn):
@@ -408,21 +415,18 @@ def _gpu_id(kind):
     return handler
 
 
-_Z3_AFFINE = AffineOps(
-    constant=z3.IntVal, add=operator.add, mul=operator.mul, floordiv=floor_div, ceildiv=ceil_div, mod=floor_mod
-)
-
-
-def affine_term(expr: ir.AffineExpr, dims: list, symbols: list):
-    """A Z3 term for an affine expression over dim and symbol terms (mod/floordiv: floor semantics)."""
-    return fold_affine(expr, _Z3_AFFINE, dims, symbols)
+def affine_term(expr: ir.AffineExpr, dims: list, symbols: list, ctx: z3.Context):
+    """A Z3 term in `ctx` for an affine expression over dim and symbol terms (mod/floordiv: floor semantics)."""
+    ops = AffineOps(constant=lambda value: z3.IntVal(value, ctx), add=operator.add, mul=operator.mul,
+                    floordiv=floor_div, ceildiv=ceil_div, mod=floor_mod)
+    return fold_affine(expr, ops, dims, symbols)
 
 
 def _affine_results(terms, op):
     amap = ir.AffineMapAttr(op.attributes["map"]).value
     operands = [terms.int_term(v) for v in op.operands]
     dims, symbols = operands[: amap.n_dims], operands[amap.n_dims :]
-    return [affine_term(e, dims, symbols) for e in amap.results]
+    return [affine_term(e, dims, symbols, terms.ctx) for e in amap.results]
 
 
 def _affine_apply(terms, op, value):

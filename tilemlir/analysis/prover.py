@@ -13,10 +13,23 @@ given the facts in scope there:
 - `extra` facts the caller adds.
 
 Only facts connected to the goal through shared variables are sent, so
-equal questions give equal queries; answers are cached by the query's text.
-Each query runs under a timeout (`TILEMLIR_PROVER_TIMEOUT_MS`, default 50
-ms). Soundness is the caller's rule: only `Outcome.proved` lets a guard go;
-`refuted`, `unknown` and `timeout` all keep it.
+equal questions give equal queries. A query is an SMT-LIB script (the
+variables declared in name order, the facts in text order, then the negated
+goal), and its verdict is a function of that text, the budget and the Z3
+version alone, whatever the machine's load or what the process solved before:
+
+- it runs under Z3's deterministic resource limit (`rlimit`, a count of
+  solver steps), the same budget for every query (`TILEMLIR_PROVER_RLIMIT`),
+  never under a wall-clock timeout;
+- it is parsed into a fresh Z3 context: in a context that has solved other
+  queries the same query can need more or less work (term ids, caches);
+- Z3's SMT core solves it (`SimpleSolver`): Z3's default solver runs some
+  nonlinear tactics under fixed wall-clock timeouts.
+
+Verdicts are cached in-process by (query, budget). Terms are built in the
+prover's own context (`Prover.ctx`), so compiles on other threads share no
+Z3 state. Soundness is the caller's rule: only `Outcome.proved` lets a guard
+go; `refuted`, `unknown` and `resource-out` all keep it.
 """
 
 from __future__ import annotations
@@ -40,7 +53,7 @@ class Verdict(enum.Enum):
     PROVED = "proved"
     REFUTED = "refuted"
     UNKNOWN = "unknown"
-    TIMEOUT = "timeout"
+    RESOURCE_OUT = "resource-out"  # the query needed more than the budget
 
 
 @dataclass(frozen=True)
@@ -53,8 +66,8 @@ class Outcome:
         return self.verdict is Verdict.PROVED
 
     @property
-    def timed_out(self) -> bool:
-        return self.verdict is Verdict.TIMEOUT
+    def ran_out(self) -> bool:
+        return self.verdict is Verdict.RESOURCE_OUT
 
 
 def clear_cache() -> None:
@@ -64,25 +77,27 @@ def clear_cache() -> None:
 class Prover:
     """Answers index questions about one function; keeps counts in `stats`."""
 
-    def __init__(self, func: ir.Operation, timeout_ms: int | None = None):
-        self.terms = IndexTerms(func)
-        self.timeout_ms = settings().prover_timeout_ms if timeout_ms is None else timeout_ms
+    def __init__(self, func: ir.Operation, rlimit: int | None = None):
+        self.ctx = z3.Context()
+        self.terms = IndexTerms(func, self.ctx)
+        self.rlimit = settings().prover_rlimit if rlimit is None else rlimit
         self.stats: Counter = Counter()
         self._assumes = ops_where(self.terms.func, lambda op: op.name == "tile.assume")
         self._term_vars: dict[int, tuple] = {}
+        self._constants: dict[str, z3.ExprRef] = {}
 
     def prove(self, goal: z3.BoolRef, at: ir.Operation | None = None, extra=()) -> Outcome:
         """Whether `goal` holds wherever `at` executes (with `extra` facts)."""
         scoped = (self.scope_facts(at) if at is not None else []) + list(extra)
         facts = self._relevant(goal, scoped)
-        query = _query_text(facts, goal)
+        query = self._query_text(facts, goal)
         self.stats["queries"] += 1
-        verdict = _cache.get(query) or _cache.get((query, self.timeout_ms))
+        key = (query, self.rlimit)
+        verdict = _cache.get(key)
         if verdict is not None:
             self.stats["cache-hits"] += 1
         else:
-            verdict = self._solve(facts, goal)
-            key = query if verdict in (Verdict.PROVED, Verdict.REFUTED) else (query, self.timeout_ms)
+            verdict = solve(query, self.rlimit)
             if len(_cache) > _CACHE_LIMIT:
                 _cache.clear()
             _cache[key] = verdict
@@ -110,21 +125,14 @@ class Prover:
             node = parent
         return facts
 
-    def _solve(self, facts: list, goal: z3.BoolRef) -> Verdict:
-        simple = z3.simplify(goal)
-        if z3.is_true(simple):
-            return Verdict.PROVED
-        solver = z3.Solver()
-        solver.set("timeout", max(1, int(self.timeout_ms)))
-        solver.add(*facts)
-        solver.add(z3.Not(goal))
-        result = solver.check()
-        if result == z3.unsat:
-            return Verdict.PROVED
-        if result == z3.sat:
-            return Verdict.REFUTED
-        reason = solver.reason_unknown()
-        return Verdict.TIMEOUT if ("timeout" in reason or "canceled" in reason) else Verdict.UNKNOWN
+    def _query_text(self, facts: list, goal) -> str:
+        """The SMT-LIB script asking whether `facts` imply `goal` (unsatisfiable: proved)."""
+        names = set(self._vars_of(goal)).union(*(self._vars_of(f) for f in facts))
+        constants = [self._constants[name] for name in sorted(names)]
+        lines = [f"(declare-fun {c.sexpr()} () {c.sort().sexpr()})" for c in constants]
+        lines += sorted({f"(assert {f.sexpr()})" for f in facts})
+        lines.append(f"(assert (not {goal.sexpr()}))")
+        return "\n".join(lines)
 
     def _relevant(self, goal, scoped: list) -> list:
         """The facts a query needs: scope facts connected to its variables, and the facts owned
@@ -174,11 +182,28 @@ class Prover:
                 continue
             if z3.is_const(node) and node.decl().kind() == z3.Z3_OP_UNINTERPRETED:
                 names = frozenset([node.decl().name()])
+                self._constants[node.decl().name()] = node
             else:
                 names = frozenset().union(*(memo[c.get_id()][1] for c in children))
             memo[key] = (node, names)
         return memo[expr.get_id()][1]
 
 
-def _query_text(facts: list, goal) -> str:
-    return "\n".join(sorted({f.sexpr() for f in facts})) + "\n|- " + goal.sexpr()
+def solve(query: str, rlimit: int) -> Verdict:
+    """The verdict on SMT-LIB `query` (its last assertion the negated goal) within `rlimit`
+    units of Z3 work, in a context of its own (see the module docstring for why)."""
+    ctx = z3.Context()
+    assertions = z3.parse_smt2_string(query, ctx=ctx)
+    if z3.is_true(z3.simplify(assertions[len(assertions) - 1].arg(0))):
+        return Verdict.PROVED
+    solver = z3.SimpleSolver(ctx=ctx)
+    solver.set("rlimit", rlimit)
+    solver.set("ctrl_c", False)  # Z3 would take SIGINT to cancel the check, a verdict no input decides
+    solver.add(assertions)
+    result = solver.check()
+    if result == z3.unsat:
+        return Verdict.PROVED
+    if result == z3.sat:
+        return Verdict.REFUTED
+    reason = solver.reason_unknown()  # the budget is the only thing that cancels a check
+    return Verdict.RESOURCE_OUT if ("resource" in reason or "canceled" in reason) else Verdict.UNKNOWN

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tilemlir.errors import CompileError, Diagnostic, SourceLocation
+from tilemlir.python_ast import parse
 
 
 class KernelError(Exception):
@@ -111,7 +112,7 @@ def load_source(fn: Callable) -> KernelSource:
     text = ("if 1:\n" if indented else "") + "".join(lines)
     line_offset = first_line - (2 if indented else 1)
     try:
-        module = ast.parse(text, filename=file)
+        module = parse(text, filename=file)
     except SyntaxError as exc:
         loc = SourceLocation(file, (exc.lineno or 1) + line_offset, exc.offset or 1)
         raise CompileError(f"cannot parse kernel '{name}': {exc.msg}", loc) from None

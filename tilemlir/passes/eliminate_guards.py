@@ -33,15 +33,16 @@ fewer checks. For each guard, innermost first, with the facts in scope
   `max-tail` ones, the loop becomes an unguarded interior loop followed by
   a guarded tail loop over the same induction variable.
 
-Only `proved` answers remove anything; `refuted`, `unknown` and a timeout
-keep the check. At the end the pass recounts the guards and checks that
+Only `proved` answers remove anything; `refuted`, `unknown` and a query
+that ran out of the prover's budget (`TILEMLIR_PROVER_RLIMIT`) keep the
+check. At the end the pass recounts the guards and checks that
 every one that disappeared had a proof (`guards-removed-without-proof`
 must be 0, else it reports an internal error).
 
-Statistics: guards-proved, guards-folded, guards-kept, guards-timed-out,
+Statistics: guards-proved, guards-folded, guards-kept, guards-resource-out,
 checks-dropped, loops-versioned (hoisting only), loops-range-versioned
 (at least one check at an extreme iteration), loops-split, prover-queries,
-prover-cache-hits.
+prover-cache-hits, prover-resource-outs.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ import z3
 
 from tilemlir.analysis.accesses import ops_where
 from tilemlir.analysis.index_terms import ceil_div, constant_int
-from tilemlir.analysis.prover import Outcome, Prover
+from tilemlir.analysis.prover import Outcome, Prover, Verdict
 from tilemlir.mlir import ir
 from tilemlir.passes import diag, register_pass
 from tilemlir.passes.guards import (
@@ -83,13 +84,14 @@ _STATISTICS = {
     "guards-proved": "guards removed: Z3 proved every check true",
     "guards-folded": "guards replaced by their else branch: Z3 proved them false",
     "guards-kept": "guards left after the pass",
-    "guards-timed-out": "kept guards with at least one query that timed out",
+    "guards-resource-out": "kept guards with at least one query that ran out of the prover's budget",
     "checks-dropped": "checks proved true and dropped from guards that stay",
     "loops-versioned": "loops versioned on loop-invariant checks (guard hoisting)",
     "loops-range-versioned": "loops versioned on checks taken at their extreme iteration (range versioning)",
     "loops-split": "loops split into an unguarded interior and a guarded tail",
     "prover-queries": "Z3 queries asked",
     "prover-cache-hits": "Z3 queries answered from the cache",
+    "prover-resource-outs": "Z3 queries that ran out of the prover's budget (TILEMLIR_PROVER_RLIMIT)",
 }
 
 
@@ -126,7 +128,7 @@ class _Eliminator:
         self.graveyard = Graveyard()
         self.stats: Counter = Counter()
         self.proofs: list[list[Outcome]] = []
-        self.timed_out: set = set()
+        self.ran_out: set = set()
         self.created = 0
         self.discarded = 0
         self.restructured: set = set()
@@ -140,12 +142,13 @@ class _Eliminator:
                 break
         kept = guards_in(self.func)
         self.stats["guards-kept"] = len(kept)
-        self.stats["guards-timed-out"] = sum(1 for g in kept if g in self.timed_out)
+        self.stats["guards-resource-out"] = sum(1 for g in kept if g in self.ran_out)
         self.stats["prover-queries"] = self.prover.stats["queries"]
         self.stats["prover-cache-hits"] = self.prover.stats["cache-hits"]
+        self.stats["prover-resource-outs"] = self.prover.stats[Verdict.RESOURCE_OUT.value]
         self._check_proofs(start, len(kept))
         self.prover = None
-        self.timed_out.clear()
+        self.ran_out.clear()
         self.restructured.clear()
         self.graveyard.release(root_of(self.func))
         return self.stats
@@ -164,8 +167,8 @@ class _Eliminator:
         leaves = check_leaves(guard.operands[0])
         goals = [terms.bool_term(leaf) for leaf in leaves]
         outcomes = [self.prover.prove(goal, guard) for goal in goals]
-        if any(o.timed_out for o in outcomes):
-            self.timed_out.add(guard)
+        if any(o.ran_out for o in outcomes):
+            self.ran_out.add(guard)
         if all(o.proved for o in outcomes):
             self.proofs.append(outcomes)
             self.stats["guards-proved"] += 1

@@ -55,7 +55,8 @@ a run that loads and stores the same tensor stays scalar.
 
 Statistics: vectorized-16B, vectorized-8B, vectorized-4B, vectorized-2B
 (vector accesses made), vectorized-with-fallback, runs-vectorized,
-runs-scalar.
+runs-scalar, prover-resource-outs (queries that ran out of the prover's
+budget: a run they decide stays scalar).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ import z3
 
 from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, ops_where, row_major_strides
 from tilemlir.analysis.index_terms import constant_int
-from tilemlir.analysis.prover import Prover
+from tilemlir.analysis.prover import Prover, Verdict
 from tilemlir.mlir import ir
 from tilemlir.passes import register_pass
 from tilemlir.passes.guards import (
@@ -99,6 +100,7 @@ _STATISTICS = {
     "vectorized-with-fallback": "vector accesses under a whole-vector guard with guarded scalar lanes as fallback",
     "runs-vectorized": "run loops whose global accesses became vector accesses",
     "runs-scalar": "run loops with global accesses left scalar (not provably contiguous, aligned, in range)",
+    "prover-resource-outs": "Z3 queries that ran out of the prover's budget (TILEMLIR_PROVER_RLIMIT)",
 }
 
 
@@ -155,6 +157,7 @@ class _Vectorizer:
                 self.stats["runs-vectorized"] += 1
             else:
                 self.stats["runs-scalar"] += 1
+        self.stats["prover-resource-outs"] = self.prover.stats[Verdict.RESOURCE_OUT.value]
         self.prover = None
         self.graveyard.release(root_of(self.func))
         return self.stats
@@ -219,7 +222,7 @@ class _Vectorizer:
 
     def _contiguous(self, run: _Run, item: _Item) -> bool:
         iv = self._iv(run)
-        lb = z3.IntVal(run.lb)
+        lb = self.prover.terms.int_val(run.lb)
         goals = []
         indices = self._index_terms(item)
         for dim, index in enumerate(indices):
@@ -231,12 +234,12 @@ class _Vectorizer:
         """Whether the vector at `start` is sound in `mode`; it runs where the guard holds at the
         `checked` lane offsets (none for an unguarded access)."""
         terms = self.prover.terms
-        iv, first = self._iv(run), z3.IntVal(start)
+        iv, first = self._iv(run), terms.int_val(start)
         indices = [z3.substitute(t, (iv, first)) for t in self._index_terms(item)]
         extra = []
         if mode != PLAIN:
             cond = terms.bool_term(item.guard.operands[0])
-            extra = [z3.substitute(cond, (iv, z3.IntVal(start + k))) for k in checked]
+            extra = [z3.substitute(cond, (iv, terms.int_val(start + k))) for k in checked]
             lanes_of_vector = [iv >= first, iv < first + lanes]
             if mode == UNIFORM:  # the guard holds on all lanes or none
                 whole = self.prover.prove(cond == extra[0], run.loop, extra=lanes_of_vector)
@@ -279,7 +282,7 @@ class _Vectorizer:
         """The register buffer index is `reg0 + iv` with `reg0` a multiple of the lanes."""
         if len(list(register_op.operands)) != (3 if register_op.name == "memref.store" else 2):
             return False  # a multi-dimensional buffer
-        iv, lb = self._iv(run), z3.IntVal(run.lb)
+        iv, lb = self._iv(run), self.prover.terms.int_val(run.lb)
         reg = self.prover.terms.int_term(list(register_op.operands)[-1])
         if not self._iteration_exact(run, reg):
             return False

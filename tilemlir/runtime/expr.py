@@ -23,6 +23,8 @@ import ast
 import operator
 from typing import Any, Callable, Mapping, Sequence
 
+from tilemlir.python_ast import parse
+
 Env = Sequence[Any]
 Closure = Callable[[Env], Any]
 
@@ -70,7 +72,7 @@ class Expr:
     def __init__(self, text: str):
         self.text = text
         try:
-            tree = ast.parse(text.strip(), mode="eval")
+            tree = parse(text.strip(), mode="eval")
         except SyntaxError as exc:
             raise ExprError(f"expression {text!r} is not valid Python: {exc.msg}") from None
         self._root = tree.body
@@ -172,7 +174,7 @@ class Expr:
         """Python source for the expression with names spelled by `rename`
         (min and max stay the builtins, wrap and wrapu are written out with
         ``%``); it evaluates exactly as `closure` does."""
-        return ast.unparse(_Rename(rename).visit(ast.parse(self.text.strip(), mode="eval")).body)
+        return ast.unparse(_Rename(rename).visit(parse(self.text.strip(), mode="eval")).body)
 
 
 class _Rename(ast.NodeTransformer):

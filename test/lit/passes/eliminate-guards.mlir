@@ -10,7 +10,7 @@
 // STATS-NEXT: (S) 2 guards-folded
 // STATS-NEXT: (S) 15 guards-kept
 // STATS-NEXT: (S) 8 guards-proved
-// STATS-NEXT: (S) 0 guards-timed-out
+// STATS-NEXT: (S) 0 guards-resource-out
 // STATS-NEXT: (S) 5 loops-range-versioned
 // STATS-NEXT: (S) 1 loops-split
 // STATS-NEXT: (S) 1 loops-versioned

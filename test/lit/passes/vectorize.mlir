@@ -6,6 +6,7 @@
 
 // Over the nine functions below.
 // STATS: vectorize
+// STATS-NEXT: (S) 0 prover-resource-outs
 // STATS-NEXT: (S) 3 runs-scalar
 // STATS-NEXT: (S) 8 runs-vectorized
 // STATS-NEXT: (S) 8 vectorized-16B
