@@ -142,3 +142,39 @@ def test_best_is_the_fastest_passing_trial_and_the_first_on_a_tie():
               Trial({"v": 3}, ms=1.0)]
     assert best(trials) is trials[2]
     assert best([Trial({"v": 0}, error="x", stage="compile")]) is None
+
+
+def test_configs_with_the_same_kernel_run_once(rng):
+    x, y = rng.standard_normal(8).astype(np.float32), np.empty(8, np.float32)
+    same, other = Double(), Double()
+    same.cubin, other.cubin = b"kernel A", b"kernel B"
+    twin = Double(bias=5.0)  # would fail its check if it ran
+    twin.cubin = b"kernel A"
+    ran = []
+
+    def run(kernel, args, config):
+        ran.append(config["v"])
+        return kernel(*args)
+
+    trials = select([Candidate({"v": 0}, same), Candidate({"v": 1}, other), Candidate({"v": 2}, twin)], (x, y),
+                    run=run, bench=lambda fn: (fn(), 1.5)[1])
+    assert ran == [0, 1, 0, 1]  # check runs, then timed calls: v=2 never ran
+    assert (trials[2].config, trials[2].ms, trials[2].same_as) == ({"v": 2}, 1.5, {"v": 0})
+    assert trials[2].describe() == "v=2: 1.5000 ms (the kernel of v=0)"
+
+
+def test_a_check_function_replaces_assert_close(rng):
+    x, y = rng.standard_normal(8).astype(np.float32), np.empty(8, np.float32)
+    seen = []
+
+    def check(name, actual, expected):
+        seen.append((name, actual.dtype, expected.dtype))
+        if not np.allclose(actual, expected, rtol=0.5):
+            raise AssertionError("off by more than half")
+
+    trials = select([Candidate({"v": 0}, Double()), Candidate({"v": 1}, Double(bias=0.01)),
+                     Candidate({"v": 2}, Double(bias=100.0))], (x, y), bench=timer([1.0, 2.0]), check=check,
+                    ref_prog=lambda x, y: 2.0 * x.astype(np.float64))
+    assert [t.ok for t in trials] == [True, True, False]
+    assert trials[2].error == "wrong result: off by more than half"
+    assert seen[0] == ("Y", np.float32, np.float64)

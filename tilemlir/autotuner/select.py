@@ -13,6 +13,7 @@ write) are copied back from a snapshot instead, before every check run
 and before and after each candidate's timing; at the end every written argument
 holds what it held before. The candidates
 that pass are timed with `bench` (default `tilemlir.testing.do_bench`).
+Configs that compiled to the same kernel are run once for all of them.
 
 Imports no MLIR: `benchmarks/tune.py` picks among precompiled artifacts on a
 GPU machine without the compiler with it.
@@ -20,7 +21,7 @@ GPU machine without the compiler with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ POISON_BYTE = 0xFF
 
 Run = Callable[[Any, tuple, dict], Any]  # (kernel, args, config) -> what the kernel returns
 Bench = Callable[[Callable[[], Any]], float]  # a call -> its time in ms
+Check = Callable[[str, np.ndarray, np.ndarray], None]  # (output name, actual, expected); AssertionError if wrong
 
 
 @dataclass
@@ -51,15 +53,17 @@ class Trial:
     ms: float | None = None
     error: str | None = None
     stage: str | None = None
+    same_as: dict[str, Any] | None = None  # the config with the same kernel, which ran for this one
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.ms is not None
 
     def describe(self) -> str:
+        same = f" (the kernel of {label(self.same_as)})" if self.same_as is not None else ""
         if self.ok:
-            return f"{label(self.config)}: {self.ms:.4f} ms"
-        return f"{label(self.config)}: {self.stage} failed: {self.error}"
+            return f"{label(self.config)}: {self.ms:.4f} ms{same}"
+        return f"{label(self.config)}: {self.stage} failed{same}: {self.error}"
 
 
 def kernel_run(kernel: Any, args: tuple, config: dict) -> Any:
@@ -68,10 +72,15 @@ def kernel_run(kernel: Any, args: tuple, config: dict) -> Any:
 
 
 def select(candidates: Sequence[Candidate], args: tuple, *, run: Run | None = None, bench: Bench | None = None,
-           ref_prog: Callable[..., Any] | None = None, rtol: float | None = None, atol: float | None = None,
-           skip_check: bool = False, restore_value: Sequence[str] = (), progress: bool | None = None,
-           name: str = "kernel") -> list[Trial]:
-    """One Trial per candidate, in order (see the module docstring); the best is the fastest `ok` one."""
+           ref_prog: Callable[..., Any] | None = None, check: Check | None = None, rtol: float | None = None,
+           atol: float | None = None, skip_check: bool = False, restore_value: Sequence[str] = (),
+           progress: bool | None = None, name: str = "kernel") -> list[Trial]:
+    """One Trial per candidate, in order (see the module docstring); the best is the fastest `ok` one.
+
+    `check(name, actual, expected)` raises AssertionError for a wrong output (default:
+    `assert_close` with `rtol`, `atol`). Candidates whose kernels are the same (same cubin and
+    signature: configs the compiler maps to one kernel) are run once; the others get their trial,
+    with `same_as` naming the config that ran."""
     if not candidates:
         return []
     run = run or kernel_run
@@ -79,25 +88,41 @@ def select(candidates: Sequence[Candidate], args: tuple, *, run: Run | None = No
         from tilemlir.testing import do_bench
 
         bench = do_bench
-    arguments = _Arguments(candidates[0].kernel.signature, args, restore_value)
-    trials = [Trial(c.config) for c in candidates]
+    if check is None:
+        check = lambda output, got, want: assert_close(got, want, rtol=rtol, atol=atol, msg=f"output {output}")  # noqa: E731
+    firsts = _first_of_each_kernel(candidates)
+    distinct = [candidates[i] for i in sorted(set(firsts))]
+    arguments = _Arguments(distinct[0].kernel.signature, args, restore_value)
+    trials = [Trial(c.config) for c in distinct]
     try:
         if not skip_check:
-            _check_all(candidates, trials, arguments, run, ref_prog, rtol, atol, progress, name)
+            _check_all(distinct, trials, arguments, run, ref_prog, check, progress, name)
         meter = Progress(f"timing {name}", sum(t.error is None for t in trials), progress)
-        for candidate, trial in zip(candidates, trials):
+        for candidate, trial in zip(distinct, trials):
             if trial.error is None:
                 _time(candidate, trial, arguments, run, bench)
                 meter.step(trial.ok)
         meter.close()
     finally:
         arguments.restore(every=True)
-    return trials
+    by_first = dict(zip(sorted(set(firsts)), trials))
+    return [by_first[i] if i == first else replace(by_first[first], config=c.config, same_as=by_first[first].config)
+            for i, (c, first) in enumerate(zip(candidates, firsts))]
+
+
+def _first_of_each_kernel(candidates: Sequence[Candidate]) -> list[int]:
+    """For each candidate, the index of the first candidate with the same kernel."""
+    seen: dict[Any, int] = {}
+    firsts = []
+    for index, candidate in enumerate(candidates):
+        cubin = getattr(candidate.kernel, "cubin", None)
+        identity = (cubin, candidate.kernel.signature) if isinstance(cubin, bytes) else index
+        firsts.append(seen.setdefault(identity, index))
+    return firsts
 
 
 def _check_all(candidates: Sequence[Candidate], trials: list[Trial], arguments: "_Arguments", run: Run,
-               ref_prog: Callable[..., Any] | None, rtol: float | None, atol: float | None,
-               progress: bool | None, name: str) -> None:
+               ref_prog: Callable[..., Any] | None, check: Check, progress: bool | None, name: str) -> None:
     reference = None if ref_prog is None else _reference_outputs(ref_prog, arguments)
     meter = Progress(f"checking {name}", len(candidates), progress)
     for candidate, trial in zip(candidates, trials):
@@ -106,7 +131,7 @@ def _check_all(candidates: Sequence[Candidate], trials: list[Trial], arguments: 
             if reference is None:
                 reference = outputs
             else:
-                _compare(trial, outputs, reference, rtol, atol)
+                _compare(trial, outputs, reference, check)
         meter.step(trial.error is None)
     meter.close()
 
@@ -137,10 +162,10 @@ def _checked_run(candidate: Candidate, trial: Trial, arguments: "_Arguments", ru
     return host
 
 
-def _compare(trial: Trial, outputs: list, reference: list, rtol: float | None, atol: float | None) -> None:
+def _compare(trial: Trial, outputs: list, reference: list, check: Check) -> None:
     for (name, got), (_, want) in zip(outputs, reference):
         try:
-            assert_close(got, want, rtol=rtol, atol=atol, msg=f"output {name}")
+            check(name, got, want)
         except AssertionError as exc:
             trial.error, trial.stage = f"wrong result: {exc}", "check"
             return

@@ -52,6 +52,7 @@ class TuneOptions:
     warmup: float = 25
     rep: float = 100
     ref_prog: Callable[..., Any] | None = None
+    check: Callable[[str, Any, Any], None] | None = None
     rtol: float | None = None
     atol: float | None = None
     skip_check: bool = False
@@ -64,7 +65,8 @@ class TuneOptions:
 
 
 def autotune(fn: Any = None, /, *, configs: Any = None, key: Sequence[str] | None = None, warmup: float = 25,
-             rep: float = 100, ref_prog: Callable[..., Any] | None = None, rtol: float | None = None,
+             rep: float = 100, ref_prog: Callable[..., Any] | None = None,
+             check: Callable[[str, Any, Any], None] | None = None, rtol: float | None = None,
              atol: float | None = None, skip_check: bool = False, restore_value: Sequence[str] = (),
              cache_results: bool = True, workers: int | None = None, progress: bool | None = None,
              do_bench: Callable[[Callable[[], Any]], float] | None = None,
@@ -77,8 +79,9 @@ def autotune(fn: Any = None, /, *, configs: Any = None, key: Sequence[str] | Non
         tuning for every shape), like `triton.autotune`'s.
     warmup, rep: `tilemlir.testing.do_bench`'s, in ms. do_bench: a replacement, fn -> ms.
     ref_prog: (*args) -> the kernel's written tensors in parameter order, to check every config
-        against (default: the first config that runs); rtol, atol: `assert_close`'s (default: by
-        dtype); skip_check: no check run.
+        against (default: the first config that runs); check: (output name, actual, expected) ->
+        AssertionError if wrong, on numpy arrays (default `assert_close` with rtol, atol, whose
+        defaults go by dtype); skip_check: no check run.
     restore_value: arguments the kernel reads and writes, copied back before every run.
     cache_results: keep the choice on disk (TILEMLIR_AUTOTUNE: on, force, off).
     workers, progress: `compile_many`'s. run: (kernel, args, config) -> outputs, replacing the
@@ -91,7 +94,7 @@ def autotune(fn: Any = None, /, *, configs: Any = None, key: Sequence[str] | Non
     if key is None or isinstance(key, str) or not all(isinstance(k, str) for k in key):
         raise TypeError("tilemlir.autotune needs key=: a list of the argument names and symbolic dims whose "
                         f"values select a tuning (e.g. ['M']; [] tunes once for every shape), got {key!r}")
-    options = TuneOptions(configs, tuple(key), warmup, rep, ref_prog, rtol, atol, skip_check,
+    options = TuneOptions(configs, tuple(key), warmup, rep, ref_prog, check, rtol, atol, skip_check,
                           tuple(restore_value), cache_results, workers, progress, do_bench, run)
     return lambda function: Autotuned(function, options)
 
@@ -306,7 +309,7 @@ class TunedKernel:
             raise AutotuneError(_failure_text(f"no config of '{self.name}' compiles", self._compile_failures()))
         options = self.options
         timed = select(candidates, args, run=options.run or kernel_run, bench=options.do_bench or self._bench,
-                       ref_prog=options.ref_prog, rtol=options.rtol, atol=options.atol,
+                       ref_prog=options.ref_prog, check=options.check, rtol=options.rtol, atol=options.atol,
                        skip_check=options.skip_check, restore_value=options.restore_value,
                        progress=options.progress, name=self.name)
         by_config = iter(timed)
