@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,6 @@ import tilemlir.language as T
 from autotune_kernels import crashing, scale
 from tilemlir.autotuner import compile_many
 
-HERE = Path(__file__).resolve().parent
 ARCH = "sm_90a"
 
 

@@ -143,12 +143,13 @@ class _Worker:
         self._send(main)
 
     def _send(self, message: Any) -> None:
-        pickle.dump(message, self.process.stdin)
+        self.process.stdin.write(message if isinstance(message, bytes) else pickle.dumps(message))
         self.process.stdin.flush()
 
-    def compile(self, reference: Reference, config: dict, options: dict) -> Reply:
+    def compile(self, task: bytes) -> Reply:
+        """The reply to a pickled (reference, config, options)."""
         try:
-            self._send((reference, config, options))
+            self._send(task)
             return pickle.load(self.process.stdout)
         except (BrokenPipeError, EOFError, pickle.UnpicklingError):
             raise EOFError(f"exit status {self.process.wait()}") from None
@@ -167,7 +168,7 @@ def _compile_in_workers(function: Any, reference: Reference, configs: list[dict]
     results: list[CompileResult | None] = [None] * len(configs)
     pending = iter(range(len(configs)))
     lock = threading.Lock()
-    unimportable: list[str] = []
+    unimportable: list[dict] = []
 
     def drive() -> None:
         worker = None
@@ -177,10 +178,14 @@ def _compile_in_workers(function: Any, reference: Reference, configs: list[dict]
                     index = next(pending, None)
                 if index is None:
                     return
+                try:
+                    task = pickle.dumps((reference, configs[index], options))
+                except Exception:  # a value that cannot cross a pipe: that config compiles in-process
+                    continue
                 worker = worker or _Worker(main_module() if reference[0] == "__main__" else None)
-                result = _compile_one(worker, reference, configs[index], options, function)
-                if result is None:  # the worker could not import the factory
-                    unimportable.append(index)
+                result = _compile_one(worker, task, configs[index], options, function)
+                if result is None:  # the worker could not import the factory: no config can compile there
+                    unimportable.append(configs[index])
                     return
                 if result.error is not None and result.error.startswith(_DIED):
                     worker = None  # that one is gone; the next config gets a fresh process
@@ -196,17 +201,18 @@ def _compile_in_workers(function: Any, reference: Reference, configs: list[dict]
             future.result()
     if unimportable:
         log.warning("compiler workers cannot import factory %s: compiling in-process", function.fn.__name__)
+    # what no worker compiled (a factory they cannot import, config values that do not pickle) compiles here
     return [r or _compile_here(function, configs[i], "cuda", options, meter) for i, r in enumerate(results)]
 
 
 _DIED = "the compiler process died"
 
 
-def _compile_one(worker: _Worker, reference: Reference, config: dict, options: dict, function: Any
-                 ) -> CompileResult | None:
+def _compile_one(worker: _Worker, task: bytes, config: dict, options: dict, function: Any) -> CompileResult | None:
+    """The worker's result for `config`; None when the worker cannot import the factory."""
     start = time.perf_counter()
     try:
-        reply = worker.compile(reference, config, options)
+        reply = worker.compile(task)
     except EOFError as exc:
         return CompileResult(config, error=f"{_DIED} while compiling this config ({exc}; a crash in native code)",
                              seconds=time.perf_counter() - start, pid=worker.process.pid)

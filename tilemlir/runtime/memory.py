@@ -18,6 +18,7 @@ from tilemlir.errors import LaunchError
 from tilemlir.runtime import driver
 from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArrayDesc
+from tilemlir.runtime.checks import _contiguous as row_major_strides
 from tilemlir.runtime.dtypes import DTYPES
 
 _ML_DTYPES = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
@@ -68,17 +69,9 @@ def to_host(array: Any, name: str = "array") -> np.ndarray:
 
 def _contiguous(array: Any, name: str, what: str) -> tuple[ArrayDesc, np.dtype]:
     desc, dtype = _device_array(array, name)
-    if desc.strides is not None and desc.strides != _row_major(desc.shape):
+    if desc.strides is not None and desc.strides != row_major_strides(desc.shape):
         raise LaunchError(f"{name}: {what} needs a C-contiguous array, got strides {desc.strides}")
     return desc, dtype
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for dim in reversed(shape):
-        strides.append(step)
-        step *= dim
-    return tuple(reversed(strides))
 
 
 def fill_bytes(array: Any, byte: int, name: str = "array") -> None:
