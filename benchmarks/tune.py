@@ -22,7 +22,8 @@ clock regime, RESULTS.md), and writes <out>/tune_results.json (per problem:
 the winning config, its time, every trial) and <out>/tune.md. Configs that
 compiled to the same kernel are timed once.
 
-On the device tool: run(command="python3 -m benchmarks.tune run", carry=["benchmarks/artifacts"]).
+On the device tool: run(command="python3 -m benchmarks.tune run --out $OUT", carry=["benchmarks/artifacts"]);
+the GPU tests of the helpers: python3 -m pytest -q test/gpu/test_testing_gpu.py.
 """
 
 from __future__ import annotations
