@@ -15,6 +15,9 @@ _LAZY = {
     "compile": "tilemlir.api",
     "lower": "tilemlir.api",
     "language": "tilemlir.language",
+    "autotune": "tilemlir.autotuner",
+    "compile_many": "tilemlir.autotuner",
+    "testing": "tilemlir.testing",
 }
 
 
@@ -30,4 +33,5 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["CompileError", "LaunchError", "TilemlirError", "jit", "compile", "lower", "language", "__version__"]
+__all__ = ["CompileError", "LaunchError", "TilemlirError", "jit", "compile", "lower", "language", "autotune",
+           "compile_many", "testing", "__version__"]

@@ -34,7 +34,13 @@ KNOBS = (
     Knob("TILEMLIR_DISABLE_CACHE", "1 disables the disk cache"),
     Knob("TILEMLIR_PROVER_RLIMIT", f"per-query Z3 resource limit (rlimit), a deterministic work budget (default {DEFAULT_PROVER_RLIMIT})"),
     Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),
+    Knob("TILEMLIR_AUTOTUNE", "on (default): @tilemlir.autotune reuses the best config stored on disk; force: tune "
+                              "again and store the new choice; off: no tuning, the first config that compiles"),
+    Knob("TILEMLIR_COMPILE_WORKERS", "worker processes of a parallel compile (default: the CPUs this process may "
+                                     "use, at most one per config); 1 compiles in-process"),
 )
+
+AUTOTUNE_MODES = ("on", "off", "force")
 
 
 @dataclass(frozen=True)
@@ -46,12 +52,30 @@ class Settings:
     disable_cache: bool
     prover_rlimit_text: str | None
     traceback: bool = False
+    autotune_text: str | None = None
+    compile_workers_text: str | None = None
 
     @property
     def prover_rlimit(self) -> int:
         """The prover's per-query budget; a ConfigError only for whoever needs it, when it is not a
         count Z3 takes (an unsigned 32-bit one)."""
         return _count("TILEMLIR_PROVER_RLIMIT", self.prover_rlimit_text, DEFAULT_PROVER_RLIMIT, most=2**32 - 1)
+
+    @property
+    def autotune(self) -> str:
+        """on, off or force; a ConfigError for whoever tunes, when it is none of them."""
+        mode = (self.autotune_text or "on").strip().lower()
+        if mode not in AUTOTUNE_MODES:
+            raise ConfigError(f"TILEMLIR_AUTOTUNE must be one of {', '.join(AUTOTUNE_MODES)}, "
+                              f"got {self.autotune_text!r}")
+        return mode
+
+    @property
+    def compile_workers(self) -> int | None:
+        """Worker processes of a parallel compile (None: the default); a ConfigError when not a count."""
+        if not (self.compile_workers_text or "").strip():
+            return None
+        return _count("TILEMLIR_COMPILE_WORKERS", self.compile_workers_text, 0, most=2**16)
 
 
 def _path(value: str | None) -> Path | None:
@@ -94,4 +118,7 @@ def settings() -> Settings:
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),
         prover_rlimit_text=env.get("TILEMLIR_PROVER_RLIMIT"),
         traceback=_flag(env.get("TILEMLIR_TRACEBACK")),
+        autotune_text=env.get("TILEMLIR_AUTOTUNE"),
+        compile_workers_text=env.get("TILEMLIR_COMPILE_WORKERS"),
     )
+

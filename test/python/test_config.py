@@ -41,3 +41,20 @@ def test_the_retired_timeout_knob_says_what_replaced_it(monkeypatch):
     monkeypatch.setenv("TILEMLIR_PROVER_TIMEOUT_MS", "50")
     with pytest.warns(UserWarning, match="TILEMLIR_PROVER_TIMEOUT_MS is no longer read: the prover's budget is TILEMLIR_PROVER_RLIMIT"):
         config.settings()
+
+
+def test_autotune_and_compile_worker_knobs(monkeypatch):
+    monkeypatch.delenv("TILEMLIR_AUTOTUNE", raising=False)
+    monkeypatch.delenv("TILEMLIR_COMPILE_WORKERS", raising=False)
+    assert (config.settings().autotune, config.settings().compile_workers) == ("on", None)
+    monkeypatch.setenv("TILEMLIR_AUTOTUNE", " Force")
+    monkeypatch.setenv("TILEMLIR_COMPILE_WORKERS", "3")
+    assert (config.settings().autotune, config.settings().compile_workers) == ("force", 3)
+    monkeypatch.setenv("TILEMLIR_AUTOTUNE", "maybe")
+    monkeypatch.setenv("TILEMLIR_COMPILE_WORKERS", "0")
+    settings = config.settings()  # the other knobs stay readable (error handlers read TILEMLIR_TRACEBACK)
+    assert settings.traceback is False
+    with pytest.raises(ConfigError, match="TILEMLIR_AUTOTUNE must be one of on, off, force, got 'maybe'"):
+        settings.autotune
+    with pytest.raises(ConfigError, match="TILEMLIR_COMPILE_WORKERS must be an integer from 1 to 65536, got '0'"):
+        settings.compile_workers
