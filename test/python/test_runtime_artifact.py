@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tilemlir.errors import LaunchError
-from tilemlir.runtime.artifact import load
-from tilemlir.runtime.builder import build
+from tilemlir.runtime.builder import build, load
 from tilemlir.runtime.expr import Expr
 from tilemlir.runtime.host_launcher import host_launcher_source
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
