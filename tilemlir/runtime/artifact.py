@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -47,8 +47,8 @@ class Artifact:
     """What an artifact holds: a kernel's signature, CUDA source, cubin and compile options."""
 
     signature: KernelSignature
-    source: str
-    cubin: bytes
+    source: str = field(repr=False)
+    cubin: bytes = field(repr=False)
     options: CompileOptions
 
     def files(self) -> dict[str, bytes]:
@@ -70,33 +70,33 @@ class Artifact:
             (directory / name).write_bytes(data)
         return directory
 
+    @classmethod
+    def read(cls, directory: Path) -> "Artifact":
+        """The artifact stored in `directory`; LaunchError naming it and what is wrong when it holds none."""
+        files: dict[str, bytes] = {}
+        try:
+            files[SIGNATURE_FILE] = (directory / SIGNATURE_FILE).read_bytes()
+            name = _signature(files).name
+            for file in (f"{name}.cu", f"{name}.cubin", BUILD_FILE):
+                if file != BUILD_FILE or (directory / file).is_file():  # artifacts from before build.json lack it
+                    files[file] = (directory / file).read_bytes()
+        except (OSError, _Unreadable) as exc:
+            raise LaunchError(f"{directory} is not a loadable tilemlir artifact: {exc}") from None
+        return cls.from_files(files, str(directory))
 
-def read(directory: Path) -> Artifact:
-    """The artifact stored in `directory`; LaunchError naming it and what is wrong when it holds none."""
-    files: dict[str, bytes] = {}
-    try:
-        files[SIGNATURE_FILE] = (directory / SIGNATURE_FILE).read_bytes()
-        name = _signature(files).name
-        for file in (f"{name}.cu", f"{name}.cubin", BUILD_FILE):
-            if file != BUILD_FILE or (directory / file).is_file():  # artifacts from before build.json lack it
-                files[file] = (directory / file).read_bytes()
-    except (OSError, _Unreadable) as exc:
-        raise LaunchError(f"{directory} is not a loadable tilemlir artifact: {exc}") from None
-    return from_files(files, str(directory))
-
-
-def from_files(files: Mapping[str, bytes], where: str) -> Artifact:
-    """The artifact made of `files` (name -> bytes); LaunchError naming `where` and what is
-    wrong when they do not make one."""
-    try:
-        signature = _signature(files)
-        source = _text(files, f"{signature.name}.cu")
-        cubin = _file(files, f"{signature.name}.cubin")
-        _check_cubin(cubin)
-        options = _options(files)
-    except _Unreadable as exc:
-        raise LaunchError(f"{where} is not a loadable tilemlir artifact: {exc}") from None
-    return Artifact(signature, source, cubin, options)
+    @classmethod
+    def from_files(cls, files: Mapping[str, bytes], where: str) -> "Artifact":
+        """The artifact made of `files` (name -> bytes); LaunchError naming `where` and what is
+        wrong when they do not make one."""
+        try:
+            signature = _signature(files)
+            source = _text(files, f"{signature.name}.cu")
+            cubin = _file(files, f"{signature.name}.cubin")
+            _check_cubin(cubin)
+            options = _options(files)
+        except _Unreadable as exc:
+            raise LaunchError(f"{where} is not a loadable tilemlir artifact: {exc}") from None
+        return cls(signature, source, cubin, options)
 
 
 def _check_cubin(image: bytes) -> None:

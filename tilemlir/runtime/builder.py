@@ -16,7 +16,7 @@ from typing import Callable
 
 from tilemlir.config import settings
 from tilemlir.errors import CompileError
-from tilemlir.runtime import artifact, cache
+from tilemlir.runtime import cache
 from tilemlir.runtime.artifact import Artifact
 from tilemlir.runtime.cuda_decl import check_declaration
 from tilemlir.runtime.kernel import CompiledKernel, override_file_name
@@ -67,7 +67,7 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
 
 def load(directory: str | Path) -> CompiledKernel:
     """The CompiledKernel stored in an artifact directory (imports no MLIR)."""
-    return _kernel(artifact.read(Path(directory)))
+    return _kernel(Artifact.read(Path(directory)))
 
 
 def cached(key: str, expect: Callable[[Artifact], str | None] | None = None) -> CompiledKernel | None:

@@ -44,7 +44,7 @@ from typing import Callable
 
 from tilemlir.config import settings
 from tilemlir.errors import LaunchError
-from tilemlir.runtime.artifact import Artifact, from_files, tilemlir_version
+from tilemlir.runtime.artifact import Artifact, tilemlir_version
 from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
 from tilemlir.runtime.private_dir import private_dir
 from tilemlir.runtime.signature import KernelSignature
@@ -155,7 +155,7 @@ def _read(handle: int, key: str) -> Artifact:
             raise _Damaged(f"{name} does not match its hash in the manifest")
         files[name] = data
     try:
-        return from_files(files, "it")
+        return Artifact.from_files(files, "it")
     except LaunchError as exc:
         raise _Damaged(str(exc)) from None
 
