@@ -145,12 +145,12 @@ def kernel_key(fn: types.FunctionType, target: str, options: dict, out_idx: Any)
 
 def lookup(key: str, options: dict):
     """The cached CompiledKernel stored under `key` for the jit `options`, or None (loading it imports no MLIR)."""
-    from tilemlir.runtime import cache
+    from tilemlir.runtime import builder
     from tilemlir.runtime.nvrtc import resolve_arch
 
     arch = resolve_arch(options.get("arch"))
-    return cache.lookup(key, lambda kernel: None if kernel.arch == arch else
-                        f"it is built for {kernel.arch}, not {arch}")
+    return builder.cached(key, lambda found: None if found.options.arch == arch else
+                          f"it is built for {found.options.arch}, not {arch}")
 
 
 def store(key: str, artifact) -> None:

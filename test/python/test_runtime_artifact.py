@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tilemlir.errors import LaunchError
-from tilemlir.runtime.artifact import load
-from tilemlir.runtime.builder import build
+from tilemlir.runtime.builder import build, load
 from tilemlir.runtime.expr import Expr
 from tilemlir.runtime.host_launcher import host_launcher_source
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
@@ -113,6 +112,27 @@ def test_host_launcher_declaration_matches_the_kernel():
     narrow = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), index_bits=32))
     with pytest.raises(CompileError, match="row_scale"):
         compile_cuda(unit(narrow), "row_scale", CompileOptions())
+
+
+def test_a_loaded_kernel_exports_and_tunes_like_a_built_one(kernel, tmp_path):
+    first = kernel.export(tmp_path / "first")
+    again = load(first).export(tmp_path / "again")
+    assert {p.name: p.read_bytes() for p in again.iterdir()} == {p.name: p.read_bytes() for p in first.iterdir()}
+    tuned = load(first).with_cuda_source(SOURCE.replace("* s;", "* s * 2.0f;"))
+    assert tuned.signature == SIGNATURE and tuned.options == kernel.options and tuned.cubin != kernel.cubin
+    assert tuned.override_file == kernel.override_file
+
+
+def test_a_kernel_made_by_hand_launches_only(kernel, tmp_path):
+    from tilemlir.errors import TilemlirError
+    from tilemlir.runtime.kernel import CompiledKernel
+
+    by_hand = CompiledKernel(SIGNATURE, SOURCE, kernel.cubin, kernel.options)
+    with pytest.raises(TilemlirError, match="export: kernel 'row_scale' was made without the runtime's builder"):
+        by_hand.export(tmp_path / "export")
+    with pytest.raises(TilemlirError, match="with_cuda_source: kernel 'row_scale' was made without the runtime's"):
+        by_hand.with_cuda_source(SOURCE)
+    assert not (tmp_path / "export").exists()
 
 
 def test_load_reports_a_broken_directory(tmp_path):

@@ -12,8 +12,8 @@ import pytest
 from tilemlir.errors import CompileError
 from tilemlir.runtime import cache
 from tilemlir.runtime import builder as builder_module
-from tilemlir.runtime.artifact import load
-from tilemlir.runtime.builder import build
+from tilemlir.runtime.artifact import Artifact
+from tilemlir.runtime.builder import build, cached, load
 from tilemlir.runtime.kernel import override_file_name
 from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
@@ -74,7 +74,8 @@ def test_store_then_lookup_round_trips_the_artifact(private_cache, cubin):
                                                         "manifest.json", "signature.json"]
     manifest = json.loads((entry / "manifest.json").read_text())
     assert manifest["key"] == key and manifest["files"]["axpy.cubin"] == hashlib.sha256(cubin).hexdigest()
-    for kernel in (cache.lookup(key), load(entry)):
+    assert cache.lookup(key) == Artifact(SIGNATURE, SOURCE, cubin, CompileOptions(arch="sm_90a", fmad=False))
+    for kernel in (cached(key), load(entry)):
         assert kernel.signature == SIGNATURE and kernel.cubin == cubin and kernel.cuda_source() == SOURCE
         assert kernel.options == CompileOptions(arch="sm_90a", fmad=False)
 

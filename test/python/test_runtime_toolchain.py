@@ -17,7 +17,7 @@ def fresh(tmp_path, monkeypatch):
 
 def test_first_query_asks_nvrtc_and_memoizes(fresh):
     version, archs = toolchain.nvrtc_facts()
-    assert version == nvrtc.query_version() and archs == nvrtc.query_archs() and 90 in archs
+    assert version == toolchain.query_version() and archs == toolchain.query_archs() and 90 in archs
     assert json.loads(fresh.read_text()) == {toolchain.fingerprint(): {"version": version, "archs": list(archs)}}
 
 
@@ -28,7 +28,7 @@ def test_memo_answers_without_loading_nvrtc(fresh, monkeypatch):
     def refuse():
         raise AssertionError("NVRTC was asked although the memo matches")
 
-    monkeypatch.setattr(nvrtc, "query_version", refuse)
+    monkeypatch.setattr(toolchain, "query_version", refuse)
     assert toolchain.nvrtc_facts() == ("42.1", (90,))
     assert nvrtc.nvrtc_version() == "42.1" and nvrtc.supported_archs() == (90,)
 
@@ -59,12 +59,12 @@ def test_a_corrupt_memo_is_replaced(fresh):
 def test_a_memo_entry_of_the_wrong_shape_is_asked_again(fresh, entry):
     fresh.parent.mkdir(parents=True)
     fresh.write_text(json.dumps({toolchain.fingerprint(): entry}))
-    assert toolchain.nvrtc_facts() == (nvrtc.query_version(), nvrtc.query_archs())
-    assert json.loads(fresh.read_text())[toolchain.fingerprint()]["version"] == nvrtc.query_version()
+    assert toolchain.nvrtc_facts() == (toolchain.query_version(), toolchain.query_archs())
+    assert json.loads(fresh.read_text())[toolchain.fingerprint()]["version"] == toolchain.query_version()
 
 
 def test_a_memo_in_a_cache_others_may_write_is_not_used(fresh, monkeypatch):
     fresh.parent.mkdir(parents=True)
     fresh.write_text(json.dumps({toolchain.fingerprint(): {"version": "42.1", "archs": [90]}}))
     fresh.parent.chmod(0o777)
-    assert toolchain.nvrtc_facts()[0] == nvrtc.query_version() != "42.1"
+    assert toolchain.nvrtc_facts()[0] == toolchain.query_version() != "42.1"

@@ -22,7 +22,7 @@ _EXPORTS = {
     "SignatureError": "tilemlir.runtime.signature",
     "CompiledKernel": "tilemlir.runtime.kernel",
     "build": "tilemlir.runtime.builder",
-    "load": "tilemlir.runtime.artifact",
+    "load": "tilemlir.runtime.builder",
     "CompileOptions": "tilemlir.runtime.nvrtc",
     "compile_cuda": "tilemlir.runtime.nvrtc",
     "ArgumentBinder": "tilemlir.runtime.checks",

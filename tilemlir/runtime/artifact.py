@@ -1,4 +1,4 @@
-"""Artifacts: a compiled kernel on disk, loadable without MLIR.
+"""Artifacts: the directory format of a compiled kernel, readable without MLIR.
 
 Layout (the disk cache uses the same one)::
 
@@ -8,10 +8,12 @@ Layout (the disk cache uses the same one)::
     build.json        arch, fmad, fast_math, lineinfo, NVRTC and tilemlir versions
     <name>_host.cu    standalone launcher (see host_launcher.py)
 
-Reading checks what it reads: UTF-8 text, a signature and build options of
-the right shape, and a cubin that is a whole CUDA ELF image (header, section
-and program tables and every section inside the file), so a truncated or
-garbage file is a LaunchError here, not a fault at the first launch.
+This module reads and writes those files and makes no kernels (builder.py
+does). Reading checks what it reads: UTF-8 text, a signature and build
+options of the right shape, and a cubin that is a whole CUDA ELF image
+(header, section and program tables and every section inside the file), so a
+truncated or garbage file is a LaunchError here, not a fault at the first
+launch.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from __future__ import annotations
 import json
 import re
 import struct
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+import tilemlir
 from tilemlir.errors import LaunchError
 from tilemlir.runtime.host_launcher import host_launcher_source
+from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
 from tilemlir.runtime.signature import KernelSignature, SignatureError
 
 SIGNATURE_FILE = "signature.json"
@@ -34,60 +39,64 @@ _EM_CUDA, _SHT_NOBITS = 190, 8
 
 
 class _Unreadable(Exception):
-    """Why an artifact's files do not make a kernel."""
+    """Why files do not make an artifact."""
 
 
-def artifact_files(signature: KernelSignature, source: str, cubin: bytes, options) -> dict[str, bytes]:
-    """The files of an artifact, by name."""
-    from tilemlir.runtime.nvrtc import nvrtc_version
+@dataclass(frozen=True)
+class Artifact:
+    """What an artifact holds: a kernel's signature, CUDA source, cubin and compile options."""
 
-    name = signature.name
-    build = dict(options.to_dict(), nvrtc=nvrtc_version(), tilemlir=tilemlir_version())
-    return {
-        f"{name}.cu": source.encode(),
-        f"{name}.cubin": cubin,
-        SIGNATURE_FILE: signature.to_json().encode(),
-        BUILD_FILE: (json.dumps(build, indent=2) + "\n").encode(),
-        f"{name}_host.cu": host_launcher_source(signature).encode(),
-    }
+    signature: KernelSignature
+    source: str = field(repr=False)
+    cubin: bytes = field(repr=False)
+    options: CompileOptions
 
+    def files(self) -> dict[str, bytes]:
+        """The artifact's files, by name."""
+        name = self.signature.name
+        build = dict(self.options.to_dict(), nvrtc=nvrtc_version(), tilemlir=tilemlir_version())
+        return {
+            f"{name}.cu": self.source.encode(),
+            f"{name}.cubin": self.cubin,
+            SIGNATURE_FILE: self.signature.to_json().encode(),
+            BUILD_FILE: (json.dumps(build, indent=2) + "\n").encode(),
+            f"{name}_host.cu": host_launcher_source(self.signature).encode(),
+        }
 
-def write_artifact(directory: Path, signature: KernelSignature, source: str, cubin: bytes, options) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in artifact_files(signature, source, cubin, options).items():
-        (directory / name).write_bytes(data)
-    return directory
+    def write(self, directory: Path) -> Path:
+        """Write the files into `directory` (made when missing); returns it."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, data in self.files().items():
+            (directory / name).write_bytes(data)
+        return directory
 
+    @classmethod
+    def read(cls, directory: Path) -> "Artifact":
+        """The artifact stored in `directory`; LaunchError naming it and what is wrong when it holds none."""
+        files: dict[str, bytes] = {}
+        try:
+            files[SIGNATURE_FILE] = (directory / SIGNATURE_FILE).read_bytes()
+            name = _signature(files).name
+            for file in (f"{name}.cu", f"{name}.cubin", BUILD_FILE):
+                if file != BUILD_FILE or (directory / file).is_file():  # artifacts from before build.json lack it
+                    files[file] = (directory / file).read_bytes()
+        except (OSError, _Unreadable) as exc:
+            raise LaunchError(f"{directory} is not a loadable tilemlir artifact: {exc}") from None
+        return cls.from_files(files, str(directory))
 
-def load(directory: str | Path):
-    """The CompiledKernel stored in an artifact directory (imports no MLIR)."""
-    directory = Path(directory)
-    files: dict[str, bytes] = {}
-    try:
-        files[SIGNATURE_FILE] = (directory / SIGNATURE_FILE).read_bytes()
-        name = _signature(files).name
-        for file in (f"{name}.cu", f"{name}.cubin", BUILD_FILE):
-            if file != BUILD_FILE or (directory / file).is_file():  # artifacts from before build.json lack it
-                files[file] = (directory / file).read_bytes()
-    except (OSError, _Unreadable) as exc:
-        raise LaunchError(f"{directory} is not a loadable tilemlir artifact: {exc}") from None
-    return kernel_from_files(files, str(directory))
-
-
-def kernel_from_files(files: Mapping[str, bytes], where: str):
-    """The CompiledKernel made of an artifact's files (name -> bytes); LaunchError naming
-    `where` and what is wrong when they do not make one."""
-    from tilemlir.runtime.kernel import CompiledKernel
-
-    try:
-        signature = _signature(files)
-        source = _text(files, f"{signature.name}.cu")
-        cubin = _file(files, f"{signature.name}.cubin")
-        _check_cubin(cubin)
-        options = _options(files)
-    except _Unreadable as exc:
-        raise LaunchError(f"{where} is not a loadable tilemlir artifact: {exc}") from None
-    return CompiledKernel(signature, source, cubin, options)
+    @classmethod
+    def from_files(cls, files: Mapping[str, bytes], where: str) -> "Artifact":
+        """The artifact made of `files` (name -> bytes); LaunchError naming `where` and what is
+        wrong when they do not make one."""
+        try:
+            signature = _signature(files)
+            source = _text(files, f"{signature.name}.cu")
+            cubin = _file(files, f"{signature.name}.cubin")
+            _check_cubin(cubin)
+            options = _options(files)
+        except _Unreadable as exc:
+            raise LaunchError(f"{where} is not a loadable tilemlir artifact: {exc}") from None
+        return cls(signature, source, cubin, options)
 
 
 def _check_cubin(image: bytes) -> None:
@@ -128,10 +137,8 @@ def _signature(files: Mapping[str, bytes]) -> KernelSignature:
         raise _Unreadable(f"{SIGNATURE_FILE}: {exc}") from None
 
 
-def _options(files: Mapping[str, bytes]):
+def _options(files: Mapping[str, bytes]) -> CompileOptions:
     """The CompileOptions recorded in build.json (the defaults without one)."""
-    from tilemlir.runtime.nvrtc import CompileOptions
-
     if BUILD_FILE not in files:
         return CompileOptions()
     try:
@@ -148,6 +155,4 @@ def _options(files: Mapping[str, bytes]):
 
 
 def tilemlir_version() -> str:
-    import tilemlir
-
     return getattr(tilemlir, "__version__", "unknown")

@@ -1,4 +1,10 @@
-"""`build`: CUDA source + signature -> CompiledKernel, through the disk cache and NVRTC."""
+"""Every factory of CompiledKernels, and the writer of their artifacts.
+
+`build` compiles CUDA source + signature through the disk cache and NVRTC,
+`load` reads an artifact directory (no MLIR, no NVRTC), `cached` reads a
+disk-cache entry, and `export` writes a kernel's artifact. Each kernel made
+here gets `build` and `export`, for its `with_cuda_source` and `export`.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,12 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 from tilemlir.config import settings
 from tilemlir.errors import CompileError
 from tilemlir.runtime import cache
+from tilemlir.runtime.artifact import Artifact
 from tilemlir.runtime.cuda_decl import check_declaration
 from tilemlir.runtime.kernel import CompiledKernel, override_file_name
 from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda, resolve_arch
@@ -40,28 +48,48 @@ def build(source: str, signature: KernelSignature, *, arch: str | None = None, f
     options = CompileOptions(arch=resolve_arch(arch), fmad=fmad, fast_math=fast_math)
     caching = use_cache and not config.disable_cache
     key = cache.make_key(source, options, extra=signature.to_json()) if caching else None
-    kernel = None
+    found = None
     if key is not None:
-        kernel = cache.lookup(key, lambda hit: _differences(hit, source, signature, options))
-        if kernel is not None:
+        found = cache.lookup(key, lambda hit: _differences(hit, source, signature, options))
+        if found is not None:
             log.debug("cache hit for %s (%s): %.4f s", signature.name, cache.entry_dir(key),
                       time.perf_counter() - start)
-    if kernel is None:
+    if found is None:
         cubin = compile_cuda(source, signature.name, options)
         if key is not None:
             cache.store(key, source, cubin, signature, options)
         log.debug("cold compile of %s for %s: %.3f s", signature.name, options.arch, time.perf_counter() - start)
-        kernel = CompiledKernel(signature, source, cubin, options)
+        found = Artifact(signature, source, cubin, options)
+    kernel = _kernel(found)
     kernel.override_file = generated_name
     return kernel
 
 
-def _differences(kernel: CompiledKernel, source: str, signature: KernelSignature,
-                 options: CompileOptions) -> str | None:
-    """What makes a kernel read from the cache another than the one `build` was asked for, or None."""
-    for what, found, wanted in (("signature", kernel.signature, signature), ("source", kernel.cuda_source(), source),
-                                ("compile options", kernel.options, options)):
-        if found != wanted:
+def load(directory: str | Path) -> CompiledKernel:
+    """The CompiledKernel stored in an artifact directory (imports no MLIR)."""
+    return _kernel(Artifact.read(Path(directory)))
+
+
+def cached(key: str, expect: Callable[[Artifact], str | None] | None = None) -> CompiledKernel | None:
+    """The CompiledKernel of the disk-cache entry under `key`, or None (see `cache.lookup` for `expect`)."""
+    found = cache.lookup(key, expect)
+    return None if found is None else _kernel(found)
+
+
+def export(kernel: CompiledKernel, directory: Path) -> Path:
+    """Write `kernel`'s artifact into `directory`; returns it."""
+    return Artifact(kernel.signature, kernel.cuda_source(), kernel.cubin, kernel.options).write(directory)
+
+
+def _kernel(found: Artifact) -> CompiledKernel:
+    return CompiledKernel(found.signature, found.source, found.cubin, found.options, build=build, export=export)
+
+
+def _differences(found: Artifact, source: str, signature: KernelSignature, options: CompileOptions) -> str | None:
+    """What makes an artifact read from the cache another than the one `build` was asked for, or None."""
+    for what, stored, wanted in (("signature", found.signature, signature), ("source", found.source, source),
+                                 ("compile options", found.options, options)):
+        if stored != wanted:
             return f"it holds another {what} than the kernel's"
     return None
 

@@ -20,11 +20,12 @@ key, the first rename wins.
 
 Reading: every file is read once through one open handle of the entry
 directory (so all of them come from one entry even while another process
-replaces it), checked against the manifest, and the kernel is built from
-those bytes. An entry that fails (a torn, edited or missing file, a manifest
-that is not this key's, a cubin that is no whole ELF image, a kernel other
-than the caller expects) is discarded with a warning and the caller
-compiles again: a damaged entry never fails a compile and is never used.
+replaces it), checked against the manifest, and the artifact is read from
+those bytes; the builder makes the kernel of it. An entry that fails (a
+torn, edited or missing file, a manifest that is not this key's, a cubin
+that is no whole ELF image, a kernel other than the caller expects) is
+discarded with a warning and the caller compiles again: a damaged entry
+never fails a compile and is never used.
 That also covers a crash before the data reached the disk, so nothing is
 fsynced.
 """
@@ -43,7 +44,7 @@ from typing import Callable
 
 from tilemlir.config import settings
 from tilemlir.errors import LaunchError
-from tilemlir.runtime.artifact import artifact_files, kernel_from_files, tilemlir_version
+from tilemlir.runtime.artifact import Artifact, tilemlir_version
 from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
 from tilemlir.runtime.private_dir import private_dir
 from tilemlir.runtime.signature import KernelSignature
@@ -84,9 +85,9 @@ def entry_dir(key: str) -> Path:
     return root() / key[:2] / key
 
 
-def lookup(key: str, expect: Callable[..., str | None] | None = None):
-    """The CompiledKernel stored under `key`, or None. `expect(kernel)` says what is wrong
-    with a kernel read whole that is still not the one the caller asked for (None: nothing)."""
+def lookup(key: str, expect: Callable[[Artifact], str | None] | None = None) -> Artifact | None:
+    """The artifact stored under `key`, or None. `expect(artifact)` says what is wrong
+    with an entry read whole that is still not the one the caller asked for (None: nothing)."""
     if _private_root() is None:
         return None
     directory = entry_dir(key)
@@ -98,11 +99,11 @@ def lookup(key: str, expect: Callable[..., str | None] | None = None):
         log.warning("cannot read the cache entry %s (%s); compiling the kernel", directory, exc)
         return None
     try:
-        kernel = _read(handle, key)
-        problem = expect(kernel) if expect is not None else None
+        artifact = _read(handle, key)
+        problem = expect(artifact) if expect is not None else None
         if problem is not None:
             raise _Damaged(problem)
-        return kernel
+        return artifact
     except _Damaged as exc:
         _discard(directory, os.fstat(handle).st_ino, str(exc))
         return None
@@ -116,7 +117,7 @@ def store(key: str, source: str, cubin: bytes, signature: KernelSignature, optio
     if _private_root() is None:
         return None
     final = entry_dir(key)
-    files = artifact_files(signature, source, cubin, options)
+    files = Artifact(signature, source, cubin, options).files()
     staging = None
     try:
         final.parent.mkdir(mode=0o700, exist_ok=True)
@@ -146,7 +147,7 @@ def _write_entry(directory: Path, key: str, files: dict[str, bytes]) -> None:
     (directory / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1) + "\n")
 
 
-def _read(handle: int, key: str):
+def _read(handle: int, key: str) -> Artifact:
     files = {}
     for name, digest in _manifest(_read_at(handle, MANIFEST_FILE), key).items():
         data = _read_at(handle, name)
@@ -154,7 +155,7 @@ def _read(handle: int, key: str):
             raise _Damaged(f"{name} does not match its hash in the manifest")
         files[name] = data
     try:
-        return kernel_from_files(files, "it")
+        return Artifact.from_files(files, "it")
     except LaunchError as exc:
         raise _Damaged(str(exc)) from None
 

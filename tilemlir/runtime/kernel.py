@@ -15,6 +15,10 @@ for this signature (`fastpath.FastCall`, launching through the extension, or
 ctypes without a C compiler). Anything
 it does not handle, every failing check included, falls through to the
 general path below, which raises the LaunchError.
+
+The kernel only launches: the builder (builder.py) makes every kernel and
+hands it the functions that `with_cuda_source` and `export` call, so this
+module imports nothing that makes or stores kernels.
 """
 
 from __future__ import annotations
@@ -25,9 +29,9 @@ import logging
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from tilemlir.errors import LaunchError
+from tilemlir.errors import LaunchError, TilemlirError
 from tilemlir.runtime import driver, native
 from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArgumentBinder
@@ -54,13 +58,21 @@ class CompiledKernel:
 
     `override_file` names the ``TILEMLIR_CUDA_OVERRIDE`` file that replaces its generated
     source (`override_file_name`; `build` keeps the generated source's name when it compiled an
-    override)."""
+    override).
 
-    def __init__(self, signature: KernelSignature, source: str, cubin: bytes, options: CompileOptions):
+    `build` (`runtime.build`) compiles the source `with_cuda_source` is given, and `export`
+    (`builder.export`) writes the kernel's artifact; the builder passes both. A kernel made
+    without them launches, and raises TilemlirError from those two methods."""
+
+    def __init__(self, signature: KernelSignature, source: str, cubin: bytes, options: CompileOptions, *,
+                 build: Callable[..., "CompiledKernel"] | None = None,
+                 export: Callable[["CompiledKernel", Path], Path] | None = None):
         self._signature = signature
         self._source = source
         self._cubin = cubin
         self.options = options
+        self._build = build
+        self._export = export
         self.override_file = override_file_name(source, signature)
         self._binder = ArgumentBinder(signature)
         inputs = self._binder.inputs
@@ -105,8 +117,7 @@ class CompiledKernel:
         """A new kernel compiled from edited `source`, with this kernel's signature
         (same argument checks, grid, outputs) and options unless overridden. Its
         `extern "C" __global__` function must keep this kernel's name and parameters."""
-        from tilemlir.runtime.builder import build
-
+        build = self._made_with(self._build, "with_cuda_source")
         tuned = build(source, self._signature, arch=self.options.arch,
                       fmad=self.options.fmad if fmad is None else fmad,
                       fast_math=self.options.fast_math if fast_math is None else fast_math,
@@ -117,9 +128,13 @@ class CompiledKernel:
     def export(self, directory: str | Path) -> Path:
         """Write `<name>.cu`, `<name>.cubin`, `signature.json`, `build.json` and a
         standalone `<name>_host.cu` launcher into `directory`; returns it."""
-        from tilemlir.runtime.artifact import write_artifact
+        return self._made_with(self._export, "export")(self, Path(directory))
 
-        return write_artifact(Path(directory), self._signature, self._source, self._cubin, self.options)
+    def _made_with(self, function: Callable | None, method: str) -> Callable:
+        if function is None:
+            raise TilemlirError(f"{method}: kernel {self.name!r} was made without the runtime's builder; "
+                                "make it with tilemlir.runtime.build or tilemlir.runtime.load")
+        return function
 
     # -- launching -------------------------------------------------------------------
     def __call__(self, *args: Any, stream: Any = None) -> Any:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tilemlir.errors import CompileError, Diagnostic
+from tilemlir.runtime import driver, toolchain
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -66,8 +67,6 @@ def resolve_arch(arch: str | None) -> str:
 
 def default_arch() -> str:
     """The current device's arch ('sm_90a' on Hopper), or sm_90a when no GPU is usable."""
-    from tilemlir.runtime import driver
-
     try:
         return driver.current_arch()
     except Exception as exc:  # no driver, no device: compile for the H200
@@ -75,41 +74,13 @@ def default_arch() -> str:
         return DEFAULT_ARCH
 
 
-def _nvrtc():
-    from cuda.bindings import nvrtc
-
-    return nvrtc
-
-
-def _check(result: tuple, what: str):
-    err = result[0]
-    if int(err) != 0:
-        nvrtc = _nvrtc()
-        message = nvrtc.nvrtcGetErrorString(err)[1]
-        raise CompileError(f"NVRTC {what} failed: {message.decode() if isinstance(message, bytes) else message}")
-    return result[1] if len(result) == 2 else result[1:]
-
-
 def nvrtc_version() -> str:
     """"major.minor" of the NVRTC that compiles (memoized on disk, see toolchain.py)."""
-    from tilemlir.runtime.toolchain import nvrtc_facts
-
-    return nvrtc_facts()[0]
+    return toolchain.nvrtc_facts()[0]
 
 
 def supported_archs() -> tuple[int, ...]:
-    from tilemlir.runtime.toolchain import nvrtc_facts
-
-    return nvrtc_facts()[1]
-
-
-def query_version() -> str:
-    major, minor = _check(_nvrtc().nvrtcVersion(), "version query")
-    return f"{major}.{minor}"
-
-
-def query_archs() -> tuple[int, ...]:
-    return tuple(_check(_nvrtc().nvrtcGetSupportedArchs(), "arch query"))
+    return toolchain.nvrtc_facts()[1]
 
 
 @functools.cache
@@ -151,8 +122,9 @@ def compile_ptx(source: str, name: str, options: CompileOptions) -> str:
 
 
 def _compile(source: str, name: str, options: CompileOptions, flags: list[str], output: str) -> bytes:
-    nvrtc = _nvrtc()
-    program = _check(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "program creation")
+    nvrtc = toolchain.bindings()
+    created = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
+    program = toolchain.check(created, "program creation")
     try:
         encoded = [f.encode() for f in flags]
         (err,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
@@ -162,18 +134,18 @@ def _compile(source: str, name: str, options: CompileOptions, flags: list[str], 
                 "error", f"NVRTC could not compile {name}.cu for {options.arch}:\n{program_log.rstrip()}"))
         if program_log.strip():
             log.debug("NVRTC log for %s.cu:\n%s", name, program_log.rstrip())
-        size = _check(getattr(nvrtc, f"nvrtcGet{output}Size")(program), f"{output} size query")
+        size = toolchain.check(getattr(nvrtc, f"nvrtcGet{output}Size")(program), f"{output} size query")
         image = b" " * size
-        _check((getattr(nvrtc, f"nvrtcGet{output}")(program, image)[0], None), f"{output} read")
+        toolchain.check((getattr(nvrtc, f"nvrtcGet{output}")(program, image)[0], None), f"{output} read")
         return image
     finally:
         nvrtc.nvrtcDestroyProgram(program)
 
 
 def _program_log(nvrtc, program) -> str:
-    size = _check(nvrtc.nvrtcGetProgramLogSize(program), "log size query")
+    size = toolchain.check(nvrtc.nvrtcGetProgramLogSize(program), "log size query")
     if size <= 1:
         return ""
     buffer = b" " * size
-    _check((nvrtc.nvrtcGetProgramLog(program, buffer)[0], None), "log read")
+    toolchain.check((nvrtc.nvrtcGetProgramLog(program, buffer)[0], None), "log read")
     return buffer.rstrip(b"\x00").decode(errors="replace")

@@ -9,6 +9,9 @@ dirs) plus the cuda-bindings version. Installing, upgrading or removing an
 NVRTC in any of those places changes the fingerprint, and the next process
 asks NVRTC itself. A memo entry of the wrong shape is asked again; a memo in
 a cache directory others may write (private_dir.py) is not used.
+
+This module also loads NVRTC's bindings (`bindings`) and checks their
+results (`check`) for nvrtc.py, which compiles with them.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from tilemlir.config import settings
+from tilemlir.errors import CompileError
 from tilemlir.runtime.private_dir import private_dir, private_file
 
 log = logging.getLogger("tilemlir.runtime")
@@ -78,13 +83,38 @@ def nvrtc_facts() -> tuple[str, tuple[int, ...]]:
     entry = _read_memo(memo).get(key) if memo is not None else None
     if _well_formed(entry):
         return entry["version"], tuple(entry["archs"])
-    from tilemlir.runtime import nvrtc
-
-    version, archs = nvrtc.query_version(), nvrtc.query_archs()
+    version, archs = query_version(), query_archs()
     if memo is not None:
         _write_memo(memo, key, {"version": version, "archs": list(archs)})
         log.debug("asked NVRTC for its version (%s) and archs; memoized in %s", version, memo)
     return version, archs
+
+
+def bindings() -> Any:
+    """The `cuda.bindings.nvrtc` module, imported (and libnvrtc loaded) on the first call."""
+    from cuda.bindings import nvrtc
+
+    return nvrtc
+
+
+def check(result: tuple, what: str) -> Any:
+    """The value(s) of an NVRTC call's `result` tuple; CompileError with NVRTC's message when `what` failed."""
+    err = result[0]
+    if int(err) != 0:
+        message = bindings().nvrtcGetErrorString(err)[1]
+        raise CompileError(f"NVRTC {what} failed: {message.decode() if isinstance(message, bytes) else message}")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def query_version() -> str:
+    """NVRTC's version "major.minor", asked of NVRTC itself."""
+    major, minor = check(bindings().nvrtcVersion(), "version query")
+    return f"{major}.{minor}"
+
+
+def query_archs() -> tuple[int, ...]:
+    """The sm numbers NVRTC can compile for, asked of NVRTC itself."""
+    return tuple(check(bindings().nvrtcGetSupportedArchs(), "arch query"))
 
 
 def _well_formed(entry: object) -> bool:
