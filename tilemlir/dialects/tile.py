@@ -723,24 +723,37 @@ class GemmOp(Tile.Operation, name="gemm"):
 
     A and B are shared or fragment tiles of one element type; C is a
     fragment accumulator (f32 for f16/bf16/fp8 inputs, f16 also for f16,
-    i32 for i8).
+    i32 for i8). A shared operand may be a *ring* of tiles: a buffer of rank
+    2 + r whose last two dims are the tile, selected by r leading `indices`
+    (A's first, then B's), as a `T.Pipelined` ring slot is.
 
         "tile.gemm"(%A_s, %B_s, %C) {transpose_a = false, transpose_b = false}
             : (memref<128x32xf16, "shared">, memref<32x128xf16, "shared">, memref<128x128xf32, "fragment">) -> ()
+        "tile.gemm"(%A_ring, %B_s, %C, %slot) {transpose_a = false, transpose_b = false}
+            : (memref<3x128x32xf16, "shared">, memref<32x128xf16, "shared">, memref<128x128xf32, "fragment">,
+               index) -> ()
     """
 
     a: Operand[ir.MemRefType]
     b: Operand[ir.MemRefType]
     c: Operand[ir.MemRefType]
+    indices: Sequence[Operand[ir.IndexType]]
 
     @_checked
     def verify_invariants(self):
-        a, b, c = (v.type for v in self.operation.operands)
+        operands = list(self.operation.operands)
+        a, b, c = (v.type for v in operands[:3])
         for label, type_ in (("A", a), ("B", b)):
-            if memory_space(type_) not in (SHARED, FRAGMENT):
-                return f"operand {label} must be a shared or fragment tile, got {_space_name(memory_space(type_))} memory"
-            if type_.rank != 2:
-                return f"operand {label} must be rank 2, got rank {type_.rank}"
+            space = memory_space(type_)
+            if space not in (SHARED, FRAGMENT):
+                return f"operand {label} must be a shared or fragment tile, got {_space_name(space)} memory"
+            if type_.rank < 2 or (space == FRAGMENT and type_.rank != 2):
+                return (f"operand {label} must be rank 2{' (a shared ring of tiles: rank 3 or more)' if space == SHARED else ''}"
+                        f", got rank {type_.rank}")
+        ring = (a.rank - 2) + (b.rank - 2)
+        if len(operands) - 3 != ring:
+            return (f"expects {ring} ring indices (A's {a.rank - 2} leading dims, then B's {b.rank - 2}), "
+                    f"got {len(operands) - 3}")
         if memory_space(c) != FRAGMENT:
             return f"accumulator C must be a fragment, got {_space_name(memory_space(c))} memory"
         if c.rank != 2:
@@ -749,8 +762,10 @@ class GemmOp(Tile.Operation, name="gemm"):
         trans_b = _bool_attr(self, "transpose_b")
         if trans_a is None or trans_b is None:
             return "'transpose_a' and 'transpose_b' must be booleans"
-        m, ka = (a.shape[1], a.shape[0]) if trans_a else (a.shape[0], a.shape[1])
-        kb, n = (b.shape[1], b.shape[0]) if trans_b else (b.shape[0], b.shape[1])
+        a_rows, a_cols = a.shape[-2:]
+        b_rows, b_cols = b.shape[-2:]
+        m, ka = (a_cols, a_rows) if trans_a else (a_rows, a_cols)
+        kb, n = (b_cols, b_rows) if trans_b else (b_rows, b_cols)
         if ka != kb:
             return f"K mismatch: A gives K = {ka}, B gives K = {kb} (transpose_a = {trans_a}, transpose_b = {trans_b})"
         if list(c.shape) != [m, n]:
@@ -764,6 +779,13 @@ class GemmOp(Tile.Operation, name="gemm"):
                 f"(expected {' or '.join(allowed) or 'a supported input type'})"
             )
         return None
+
+
+def gemm_ring_indices(op: ir.Operation) -> tuple[list[ir.Value], list[ir.Value]]:
+    """The leading indices that select A's and B's tile in their rings (empty for plain tiles)."""
+    operands = list(op.operands)
+    lead_a = operands[0].type.rank - 2
+    return operands[3:3 + lead_a], operands[3 + lead_a:]
 
 
 class AtomicAddOp(Tile.Operation, name="atomic_add"):
@@ -912,8 +934,10 @@ def reduce(src, dst, kind: str, dim: int, clear: bool = True, *, loc=None, ip=No
     return op
 
 
-def gemm(a, b, c, transpose_a: bool = False, transpose_b: bool = False, *, loc=None, ip=None) -> GemmOp:
-    op = GemmOp(a, b, c, loc=loc, ip=ip)
+def gemm(a, b, c, transpose_a: bool = False, transpose_b: bool = False, ring_indices=(), *, loc=None,
+         ip=None) -> GemmOp:
+    """`ring_indices`: A's leading ring indices, then B's (none for plain tiles)."""
+    op = _without_segments(GemmOp(a, b, c, list(ring_indices), loc=loc, ip=ip))
     op.operation.attributes["transpose_a"] = ir.BoolAttr.get(transpose_a)
     op.operation.attributes["transpose_b"] = ir.BoolAttr.get(transpose_b)
     return op

@@ -9,7 +9,8 @@ without `tile.gemm`: `tile.gemm(A, B, C)` becomes
         acc = acc + cvt(op(A)[i, k]) * cvt(op(B)[k, j])
       C[i, j] = acc
 
-`op` transposes as `transpose_a` / `transpose_b` say; `cvt` converts to C's
+`op` transposes as `transpose_a` / `transpose_b` say (a ring operand is
+read in the tile its ring indices select); `cvt` converts to C's
 element type the way the tile-level reference does
 (`backends/cpu/tile_ops.lower_gemm`, signedness from
 `analysis/signedness.py`), and k ascends as there, so both levels do the
@@ -29,7 +30,7 @@ from __future__ import annotations
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.dialects import tile
-from tilemlir.dialects.tile import FRAGMENT, memory_space
+from tilemlir.dialects.tile import FRAGMENT, gemm_ring_indices, memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import ir
 from tilemlir.passes import register_pass
@@ -54,10 +55,11 @@ def _lower(gemm: ir.Operation) -> None:
     b = Builder(ir.InsertionPoint(gemm), gemm.location, kernel_block)
     a, bm = (_readable(b, kernel_block, v) for v in list(gemm.operands)[:2])
     c = gemm.operands[2]
+    ring_a, ring_b = gemm_ring_indices(gemm)
     trans_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
     trans_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
     m, n = c.type.shape
-    k_extent = a.type.shape[0] if trans_a else a.type.shape[1]
+    k_extent = a.type.shape[-2] if trans_a else a.type.shape[-1]
     acc_type = c.type.element_type
     floating = isinstance(acc_type, ir.FloatType)
 
@@ -69,8 +71,10 @@ def _lower(gemm: ir.Operation) -> None:
     with inner.loop(k_extent, unroll=False, iter_args=[start]) as (body, k, (acc,), serial):
         serial.attributes["tile.name"] = ir.StringAttr.get("k")
         serial.attributes["tile.result_names"] = ir.ArrayAttr.get([ir.StringAttr.get("acc")])
-        x = body.convert(body.load(a, [k, i] if trans_a else [i, k]), acc_type, is_unsigned(a), is_unsigned(c))
-        y = body.convert(body.load(bm, [j, k] if trans_b else [k, j]), acc_type, is_unsigned(bm), is_unsigned(c))
+        x = body.convert(body.load(a, ring_a + ([k, i] if trans_a else [i, k])), acc_type, is_unsigned(a),
+                         is_unsigned(c))
+        y = body.convert(body.load(bm, ring_b + ([j, k] if trans_b else [k, j])), acc_type, is_unsigned(bm),
+                         is_unsigned(c))
         product = body.op("arith.mulf" if floating else "arith.muli", [x, y], [acc_type]).result
         body.yield_([body.op("arith.addf" if floating else "arith.addi", [acc, product], [acc_type]).result])
     inner.store(serial.results[0], c, [i, j])

@@ -821,9 +821,33 @@ func.func @gemm_b_local(%A: memref<64x32xf16, "shared">, %B: memref<32x64xf16, "
 
 // -----
 
-func.func @gemm_a_rank(%A: memref<2x64x32xf16, "shared">, %B: memref<32x64xf16, "shared">, %C: memref<64x64xf32, "fragment">) {
+func.func @gemm_a_rank(%A: memref<2x64x32xf16, "fragment">, %B: memref<32x64xf16, "shared">, %C: memref<64x64xf32, "fragment">, %s: index) {
   // expected-error @+1 {{'tile.gemm' op operand A must be rank 2, got rank 3}}
-  "tile.gemm"(%A, %B, %C) : (memref<2x64x32xf16, "shared">, memref<32x64xf16, "shared">, memref<64x64xf32, "fragment">) -> ()
+  "tile.gemm"(%A, %B, %C, %s) : (memref<2x64x32xf16, "fragment">, memref<32x64xf16, "shared">, memref<64x64xf32, "fragment">, index) -> ()
+  return
+}
+
+// -----
+
+func.func @gemm_b_rank(%A: memref<64x32xf16, "shared">, %B: memref<64xf16, "shared">, %C: memref<64x64xf32, "fragment">) {
+  // expected-error @+1 {{'tile.gemm' op operand B must be rank 2 (a shared ring of tiles: rank 3 or more), got rank 1}}
+  "tile.gemm"(%A, %B, %C) : (memref<64x32xf16, "shared">, memref<64xf16, "shared">, memref<64x64xf32, "fragment">) -> ()
+  return
+}
+
+// -----
+
+func.func @gemm_ring_without_its_index(%A: memref<3x64x32xf16, "shared">, %B: memref<2x32x64xf16, "shared">, %C: memref<64x64xf32, "fragment">, %s: index) {
+  // expected-error @+1 {{'tile.gemm' op expects 2 ring indices (A's 1 leading dims, then B's 1), got 1}}
+  "tile.gemm"(%A, %B, %C, %s) {transpose_a = false, transpose_b = false} : (memref<3x64x32xf16, "shared">, memref<2x32x64xf16, "shared">, memref<64x64xf32, "fragment">, index) -> ()
+  return
+}
+
+// -----
+
+func.func @gemm_ring_k_mismatch(%A: memref<3x64x32xf16, "shared">, %B: memref<16x64xf16, "shared">, %C: memref<64x64xf32, "fragment">, %s: index) {
+  // expected-error @+1 {{'tile.gemm' op K mismatch: A gives K = 32, B gives K = 16 (transpose_a = False, transpose_b = False)}}
+  "tile.gemm"(%A, %B, %C, %s) {transpose_a = false, transpose_b = false} : (memref<3x64x32xf16, "shared">, memref<16x64xf16, "shared">, memref<64x64xf32, "fragment">, index) -> ()
   return
 }
 

@@ -126,6 +126,7 @@ func.func @reduce_kinds() {
 func.func @gemm_and_pipelined(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %kt: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
   // CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
   // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
   "tile.kernel"(%c1, %c1) ({
@@ -138,6 +139,8 @@ func.func @gemm_and_pipelined(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %kt: ind
     %Bs = "tile.alloc_shared"() : () -> memref<128x32xf16, "shared">
     %Af = "tile.alloc_fragment"() : () -> memref<32x128xf16, "fragment">
     %C = "tile.alloc_fragment"() : () -> memref<128x128xf32, "fragment">
+    // CHECK-NEXT: %[[AR:.+]] = "tile.alloc_shared"() : () -> memref<3x32x128xf16, "shared">
+    %Ar = "tile.alloc_shared"() : () -> memref<3x32x128xf16, "shared">
     // CHECK-NEXT: "tile.pipelined"(%[[C0]], %[[KT]], %[[C1]]) ({
     // CHECK-NEXT: ^bb0(%[[K:.+]]: index):
     "tile.pipelined"(%c0, %kt, %c1) ({
@@ -153,6 +156,12 @@ func.func @gemm_and_pipelined(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %kt: ind
       // C[128x128] += A_f^T[128x32] x B_s^T[32x128]
       // CHECK-NEXT: "tile.gemm"(%[[AF]], %[[BS]], %[[C]]) {transpose_a = true, transpose_b = true}
       "tile.gemm"(%Af, %Bs, %C) {transpose_a = true, transpose_b = true} : (memref<32x128xf16, "fragment">, memref<128x32xf16, "shared">, memref<128x128xf32, "fragment">) -> ()
+      // C[128x128] += A_ring[k mod 3]^T x B_s^T: a ring operand's tile is selected by its leading index
+      // CHECK-NEXT: %[[SLOT:.+]] = arith.remui %[[K]], %{{.+}} : index
+      // CHECK-NEXT: "tile.gemm"(%[[AR]], %[[BS]], %[[C]], %[[SLOT]]) {transpose_a = true, transpose_b = true}
+      // CHECK-SAME: : (memref<3x32x128xf16, "shared">, memref<128x32xf16, "shared">, memref<128x128xf32, "fragment">, index) -> ()
+      %slot = arith.remui %k, %c3 : index
+      "tile.gemm"(%Ar, %Bs, %C, %slot) {transpose_a = true, transpose_b = true} : (memref<3x32x128xf16, "shared">, memref<128x32xf16, "shared">, memref<128x128xf32, "fragment">, index) -> ()
       // CHECK-NEXT: "tile.yield"() : () -> ()
       "tile.yield"() : () -> ()
     // CHECK-NEXT: }) {num_stages = 3 : i64} : (index, index, index) -> ()

@@ -14,7 +14,7 @@ import math
 from tilemlir.analysis.padding import PAD_ATTR, identity
 from tilemlir.analysis.signedness import int_combine_op, is_unsigned
 from tilemlir.backends.cpu import ir_builders as b
-from tilemlir.dialects.tile import memory_space
+from tilemlir.dialects.tile import gemm_ring_indices, memory_space
 from tilemlir.mlir import arith, ir
 from tilemlir.mlir import math as math_dialect
 from tilemlir.mlir import memref, scf
@@ -139,20 +139,23 @@ def lower_reduce(op: ir.Operation) -> None:
 
 
 def lower_gemm(op: ir.Operation) -> None:
-    """C[m, n] += sum_k op(A)[m, k] * op(B)[k, n], in C's type, k ascending (loops m, k, n)."""
-    a, bm, c = op.operands
+    """C[m, n] += sum_k op(A)[m, k] * op(B)[k, n], in C's type, k ascending (loops m, k, n); a ring
+    operand reads the tile its leading indices select."""
+    a, bm, c = list(op.operands)[:3]
+    ring_a, ring_b = gemm_ring_indices(op)
     trans_a = ir.BoolAttr(op.attributes["transpose_a"]).value
     trans_b = ir.BoolAttr(op.attributes["transpose_b"]).value
     m_extent, n_extent = c.type.shape
-    k_extent = a.type.shape[0] if trans_a else a.type.shape[1]
+    k_extent = a.type.shape[-2] if trans_a else a.type.shape[-1]
     acc_type = c.type.element_type
     floating = b.is_float(acc_type)
     loc, ip = _built_at(op)
     with loc, ip, b.loop_nest([m_extent, k_extent]) as (m, k):
-        a_value = b.convert(memref.load(a, [k, m] if trans_a else [m, k]), acc_type, is_unsigned(a), is_unsigned(c))
+        a_value = b.convert(memref.load(a, ring_a + ([k, m] if trans_a else [m, k])), acc_type, is_unsigned(a),
+                            is_unsigned(c))
         with b.loop_nest([n_extent]) as (n,):
-            b_value = b.convert(memref.load(bm, [n, k] if trans_b else [k, n]), acc_type, is_unsigned(bm),
-                                is_unsigned(c))
+            b_value = b.convert(memref.load(bm, ring_b + ([n, k] if trans_b else [k, n])), acc_type,
+                                is_unsigned(bm), is_unsigned(c))
             old = memref.load(c, [m, n])
             product = arith.mulf(a_value, b_value) if floating else arith.muli(a_value, b_value)
             memref.store(arith.addf(old, product) if floating else arith.addi(old, product), c, [m, n])
