@@ -16,9 +16,9 @@ from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
+from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.memory import Memory
-from tilemlir.emit_cuda.names import Names
 from tilemlir.emit_cuda.naming import Naming
 from tilemlir.emit_cuda.plan import InlinePlan, is_vector
 from tilemlir.emit_cuda.prelude import Prelude
@@ -44,14 +44,14 @@ class KernelEmitter:
     def __init__(self, kernel: KernelIR, *, fast_math: bool, index_bits: int):
         self.kernel = kernel
         self.types = CTypes(index_bits)
-        self.names = Names()
+        self.identifiers = Identifiers()
         self.prelude = Prelude()
         self.signs = Signs(kernel.launch)
         self.plan = InlinePlan(kernel.func)
         self.scalar = ScalarOps(self.types, self.signs, self.prelude, fast_math)
-        self.function_name = self.names.kernel_name(kernel.name)
-        self.c_names = {name: self.names.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
-        self.memory = Memory(kernel, self.types, self.names, self.c_names)
+        self.function_name = self.identifiers.kernel_name(kernel.name)
+        self.c_names = {name: self.identifiers.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
+        self.memory = Memory(kernel, self.types, self.identifiers, self.c_names)
         self.vectors = VectorStatements(self)
         self.naming = Naming(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
@@ -165,7 +165,7 @@ class KernelEmitter:
         """`tx`, `bx`, ... declared once at the top as the index type (threadIdx is unsigned)."""
         if (op_name, dim) not in self._ids:
             prefix, builtin = _ID_VARS[op_name]
-            name = self.names.fresh_global(prefix + dim)
+            name = self.identifiers.fresh_global(prefix + dim)
             self.prologue.append(f"const {self.types.index} {name} = {builtin}.{dim};")
             self._ids[(op_name, dim)] = C.atom(name)
         return self._ids[(op_name, dim)]
@@ -188,7 +188,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if len(uses) == 1 and uses[0][0].block == op.block:
             return self.op_expr(op)
-        name = self.names.fresh_global(self.naming.value(value, op))
+        name = self.identifiers.fresh_global(self.naming.value(value, op))
         self.prologue.append(f"const {self.c_type(value.type, op)} {name} = {self.op_expr(op).text};")
         self.exprs[value] = C.atom(name)
         return self.exprs[value]
@@ -266,7 +266,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if current is not None and len(uses) == 1 and uses[0][0].name == "scf.yield" and uses[0][0].block == current[0]:
             return current[1][uses[0][1]][0], False
-        return self.names.fresh(self.naming.value(value, op)), True
+        return self.identifiers.fresh(self.naming.value(value, op)), True
 
     def statement(self, op: ir.Operation) -> None:
         name = op.name
@@ -341,8 +341,8 @@ class KernelEmitter:
         lower, upper, step = (self.value(v) for v in list(op.operands)[:3])
         targets = self._declare_results(op, list(body.arguments)[1:], list(op.operands)[3:])
         iv = body.arguments[0]
-        self.names.push()
-        iv_name = self.names.fresh(self.naming.induction_variable(op))
+        self.identifiers.push()
+        iv_name = self.identifiers.fresh(self.naming.induction_variable(op))
         self.exprs[iv] = C.atom(iv_name)
         pragma = _unroll_pragma(op, lower, upper, step)
         if pragma:
@@ -352,7 +352,7 @@ class KernelEmitter:
         self.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
         self._nested(body, targets)
         self.line("}")
-        self.names.pop()
+        self.identifiers.pop()
 
     def _if(self, op: ir.Operation) -> None:
         condition = self.value(op.operands[0])
@@ -368,9 +368,9 @@ class KernelEmitter:
 
     def _nested(self, block: ir.Block, targets: list[tuple[str, str]], branch: bool = False) -> None:
         self._depth += 1
-        self.names.push()
+        self.identifiers.push()
         self.block(block, targets, branch)
-        self.names.pop()
+        self.identifiers.pop()
         self._depth -= 1
 
     def _declare_results(self, op: ir.Operation, args: list[ir.Value], inits: list[ir.Value]) -> list[tuple[str, str]]:
@@ -378,7 +378,7 @@ class KernelEmitter:
         targets = []
         for i, result in enumerate(op.results):
             ctype = self.c_type(result.type, op)
-            name = self.names.fresh(self.naming.value(result, op))
+            name = self.identifiers.fresh(self.naming.value(result, op))
             if inits:
                 self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
                 self.exprs[args[i]] = C.atom(name)
@@ -397,7 +397,7 @@ class KernelEmitter:
         if clobbers:
             staged = []
             for name, ctype, expr in pending:
-                temp = self.names.fresh(f"{name}_next")
+                temp = self.identifiers.fresh(f"{name}_next")
                 self.line(f"{ctype} {temp} = {expr.text};")
                 staged.append((name, ctype, C.atom(temp)))
             pending = staged

@@ -48,7 +48,7 @@ class VectorStatements:
 
     def lane(self) -> str:
         if self._lane is None:
-            self._lane = self._e.names.fresh_global("e")
+            self._lane = self._e.identifiers.fresh_global("e")
         return self._lane
 
     def element(self, value: ir.Value, index: CExpr) -> CExpr:
@@ -74,7 +74,7 @@ class VectorStatements:
         if value in self._e.exprs or op is None or not self._e.plan.is_inlined(op):
             return self._e.value(value)
         struct = self.struct(value.type, where)
-        name = self._e.names.fresh(base)
+        name = self._e.identifiers.fresh(base)
         lane = C.atom(self.lane())
         self._e.line(f"{struct} {name};")
         self._loop(vector_length(value.type), f"{name}.v[{lane.text}] = {self.element(value, lane).text};")
@@ -195,7 +195,7 @@ class VectorStatements:
         if has_init and _accumulates_carried(op):
             name = self._e.value(op.operands[1]).text  # update the loop-carried variable in place
         else:
-            name = self._e.names.fresh(self._e.naming.value(result, op))
+            name = self._e.identifiers.fresh(self._e.naming.value(result, op))
             init = self._e.value(op.operands[1]) if has_init else self.element(vector, C.int_lit(0))
             self._e.line(f"{self._e.c_type(result.type, op)} {name} = {init.text};")
         step = self._combine(op, C.atom(name), self.element(vector, C.atom(self.lane())))
