@@ -19,11 +19,11 @@ from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
 from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.memory import Memory
-from tilemlir.emit_cuda.naming import Naming
 from tilemlir.emit_cuda.plan import InlinePlan, is_vector
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.scalar import ScalarOps
 from tilemlir.emit_cuda.signs import Signs
+from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error, source_location
@@ -53,7 +53,7 @@ class KernelEmitter:
         self.c_names = {name: self.identifiers.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
         self.memory = Memory(kernel, self.types, self.identifiers, self.c_names)
         self.vectors = VectorStatements(self)
-        self.naming = Naming(self.memory)
+        self.value_names = ValueNames(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
         self.prologue: list[str] = []
         self.lines: list[str] = []
@@ -188,7 +188,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if len(uses) == 1 and uses[0][0].block == op.block:
             return self.op_expr(op)
-        name = self.identifiers.fresh_global(self.naming.value(value, op))
+        name = self.identifiers.fresh_global(self.value_names.of(value, op))
         self.prologue.append(f"const {self.c_type(value.type, op)} {name} = {self.op_expr(op).text};")
         self.exprs[value] = C.atom(name)
         return self.exprs[value]
@@ -266,7 +266,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if current is not None and len(uses) == 1 and uses[0][0].name == "scf.yield" and uses[0][0].block == current[0]:
             return current[1][uses[0][1]][0], False
-        return self.identifiers.fresh(self.naming.value(value, op)), True
+        return self.identifiers.fresh(self.value_names.of(value, op)), True
 
     def statement(self, op: ir.Operation) -> None:
         name = op.name
@@ -342,7 +342,7 @@ class KernelEmitter:
         targets = self._declare_results(op, list(body.arguments)[1:], list(op.operands)[3:])
         iv = body.arguments[0]
         self.identifiers.push()
-        iv_name = self.identifiers.fresh(self.naming.induction_variable(op))
+        iv_name = self.identifiers.fresh(self.value_names.induction_variable(op))
         self.exprs[iv] = C.atom(iv_name)
         pragma = _unroll_pragma(op, lower, upper, step)
         if pragma:
@@ -378,7 +378,7 @@ class KernelEmitter:
         targets = []
         for i, result in enumerate(op.results):
             ctype = self.c_type(result.type, op)
-            name = self.identifiers.fresh(self.naming.value(result, op))
+            name = self.identifiers.fresh(self.value_names.of(result, op))
             if inits:
                 self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
                 self.exprs[args[i]] = C.atom(name)
@@ -403,8 +403,6 @@ class KernelEmitter:
             pending = staged
         for name, _, expr in pending:
             self.line(C.compound_assignment(name, expr))
-
-    # -- names ------------------------------------------------------------------------------------
 
 
 def _dimension(op: ir.Operation) -> str:

@@ -195,7 +195,7 @@ class VectorStatements:
         if has_init and _accumulates_carried(op):
             name = self._e.value(op.operands[1]).text  # update the loop-carried variable in place
         else:
-            name = self._e.identifiers.fresh(self._e.naming.value(result, op))
+            name = self._e.identifiers.fresh(self._e.value_names.of(result, op))
             init = self._e.value(op.operands[1]) if has_init else self.element(vector, C.int_lit(0))
             self._e.line(f"{self._e.c_type(result.type, op)} {name} = {init.text};")
         step = self._combine(op, C.atom(name), self.element(vector, C.atom(self.lane())))
