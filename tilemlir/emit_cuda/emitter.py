@@ -8,13 +8,13 @@ preceded by a `// file.py:LINE` comment when its Python line changes.
 
 from __future__ import annotations
 
-import os
 import re
 
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
+from tilemlir.emit_cuda.code_writer import MAX_LINE, CodeWriter
 from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
 from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR
@@ -26,12 +26,11 @@ from tilemlir.emit_cuda.signs import Signs
 from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error, source_location
+from tilemlir.passes.diag import error
 
 MAX_FULL_UNROLL = 256
 # A loop that does not index registers is still unrolled when the copies stay this small.
 MAX_UNROLLED_OPS = 256
-MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
@@ -56,9 +55,7 @@ class KernelEmitter:
         self.value_names = ValueNames(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
         self.prologue: list[str] = []
-        self.lines: list[str] = []
-        self._depth = 1
-        self._last_line: tuple[str, int] | None = None
+        self.out = CodeWriter()
         self._ids: dict[tuple[str, str], CExpr] = {}
         self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
@@ -75,9 +72,9 @@ class KernelEmitter:
         if self.memory.shared_bytes:
             self.prologue.insert(0, "extern __shared__ __align__(16) unsigned char smem[];")
         body = [f"  {line}" for line in self.prologue]
-        if body and self.lines and self.lines[0].strip():
+        if body and self.out.lines and self.out.lines[0].strip():
             body.append("")
-        return "\n".join([self._header(), *body, *self.lines, "}"]) + "\n"
+        return "\n".join([self._header(), *body, *self.out.lines, "}"]) + "\n"
 
     def _header(self) -> str:
         params = []
@@ -93,36 +90,6 @@ class KernelEmitter:
         if len(one_line) <= MAX_LINE:
             return one_line
         return head + "\n" + ",\n".join(f"    {p}" for p in params) + ") {"
-
-    # -- output -----------------------------------------------------------------------------------
-    def line(self, text: str) -> None:
-        self.lines.append("  " * self._depth + text)
-
-    def wrapped(self, head: str, items: list[str], tail: str) -> None:
-        """`head item, item, ... tail` as one line, or filled over several aligned under the first item."""
-        indent = "  " * self._depth
-        if len(indent + head) + sum(len(i) + 2 for i in items) + len(tail) <= MAX_LINE:
-            self.line(head + ", ".join(items) + tail)
-            return
-        rows, row = [], []
-        for item in items:
-            if row and len(indent + head) + sum(len(i) + 2 for i in row) + len(item) > MAX_LINE:
-                rows.append(", ".join(row))
-                row = []
-            row.append(item)
-        rows.append(", ".join(row))
-        self.line(head + (",\n" + indent + " " * len(head)).join(rows) + tail)
-
-    def comment(self, op: ir.Operation) -> None:
-        loc = source_location(op.location)
-        if loc is None or loc.file in ("", "-"):
-            return
-        key = (os.path.basename(loc.file), loc.line)
-        if key != self._last_line:
-            if self._depth == 1 and self.lines and not self.lines[-1].endswith("{"):
-                self.lines.append("")
-            self.line(f"// {key[0]}:{key[1]}")
-            self._last_line = key
 
     def c_type(self, type_: ir.Type, where: ir.Operation) -> str:
         try:
@@ -274,13 +241,13 @@ class KernelEmitter:
             return
         handler = None if self.plan.is_ternary(op) else _HANDLERS.get(name)
         if handler is not None:
-            self.comment(op)
+            self.out.source_line(op)
             handler(self, op)
         elif op.results and any(is_vector(r) for r in op.results):
-            self.comment(op)
+            self.out.source_line(op)
             self.vectors.statement(op)
         elif self.plan.kind(op) is not None:
-            self.comment(op)
+            self.out.source_line(op)
             self.named(op)
         else:
             raise _unsupported(op)
@@ -290,7 +257,7 @@ class KernelEmitter:
         ctype = self.c_type(value.type, op)
         expr = self.op_expr(op)
         name, declare = self.result_variable(value, op)
-        self.line(f"{ctype} {name} = {expr.text};" if declare else f"{name} = {expr.text};")
+        self.out.line(f"{ctype} {name} = {expr.text};" if declare else f"{name} = {expr.text};")
         self.exprs[value] = C.atom(name)
 
     def _alloc(self, op: ir.Operation) -> None:
@@ -299,15 +266,15 @@ class KernelEmitter:
         except UnsupportedType as exc:
             raise error(op, str(exc)) from None
         for text in lines:
-            self.line(text)
+            self.out.line(text)
 
     def _store(self, op: ir.Operation) -> None:
         value, memref = op.operands[0], op.operands[1]
         target = self.memory.element(memref, [self.value(v) for v in list(op.operands)[2:]], op)
-        self.line(C.compound_assignment(target.text, self.value(value)))
+        self.out.line(C.compound_assignment(target.text, self.value(value)))
 
     def _barrier(self, op: ir.Operation) -> None:
-        self.line("__syncthreads();")
+        self.out.line("__syncthreads();")
 
     def _atomic_add(self, op: ir.Operation) -> None:
         dst, value = op.operands[0], op.operands[1]
@@ -317,9 +284,9 @@ class KernelEmitter:
         target = self.memory.element(dst, [self.value(v) for v in list(op.operands)[2:]], op)
         ctype = self.c_type(value.type, op)
         if ctype in ("float", "double", "int", "unsigned int", "unsigned long long", "half", "__nv_bfloat16"):
-            self.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
+            self.out.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
         elif ctype == "long long":
-            self.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
+            self.out.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
                       f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
         else:
             raise error(op, f"tile.atomic_add of {value.type} is not supported by the CUDA emitter")
@@ -346,32 +313,31 @@ class KernelEmitter:
         self.exprs[iv] = C.atom(iv_name)
         pragma = _unroll_pragma(op, lower, upper, step)
         if pragma:
-            self.line(pragma)
+            self.out.line(pragma)
         increment = f"++{iv_name}" if step.value == 1 else f"{iv_name} += {step.text}"
         ctype = self.c_type(iv.type, op)
-        self.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
+        self.out.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
         self._nested(body, targets)
-        self.line("}")
+        self.out.line("}")
         self.identifiers.pop()
 
     def _if(self, op: ir.Operation) -> None:
         condition = self.value(op.operands[0])
         targets = self._declare_results(op, [], [])
-        self.line(f"if ({condition.text}) {{")
+        self.out.line(f"if ({condition.text}) {{")
         self._nested(irutil.single_block(op, 0), targets, branch=True)
         has_else = len(op.regions[1].blocks) > 0 and (len(irutil.block_ops(irutil.single_block(op, 1))) > 1
                                                        or len(op.results) > 0)
         if has_else:
-            self.line("} else {")
+            self.out.line("} else {")
             self._nested(irutil.single_block(op, 1), targets, branch=True)
-        self.line("}")
+        self.out.line("}")
 
     def _nested(self, block: ir.Block, targets: list[tuple[str, str]], branch: bool = False) -> None:
-        self._depth += 1
-        self.identifiers.push()
-        self.block(block, targets, branch)
-        self.identifiers.pop()
-        self._depth -= 1
+        with self.out.indented():
+            self.identifiers.push()
+            self.block(block, targets, branch)
+            self.identifiers.pop()
 
     def _declare_results(self, op: ir.Operation, args: list[ir.Value], inits: list[ir.Value]) -> list[tuple[str, str]]:
         """Variables for a loop's carried values (initialized) or an if's results (declared)."""
@@ -380,10 +346,10 @@ class KernelEmitter:
             ctype = self.c_type(result.type, op)
             name = self.identifiers.fresh(self.value_names.of(result, op))
             if inits:
-                self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
+                self.out.line(f"{ctype} {name} = {self.value(inits[i]).text};")
                 self.exprs[args[i]] = C.atom(name)
             else:
-                self.line(f"{ctype} {name};")
+                self.out.line(f"{ctype} {name};")
             self.exprs[result] = C.atom(name)
             targets.append((name, ctype))
         return targets
@@ -398,11 +364,11 @@ class KernelEmitter:
             staged = []
             for name, ctype, expr in pending:
                 temp = self.identifiers.fresh(f"{name}_next")
-                self.line(f"{ctype} {temp} = {expr.text};")
+                self.out.line(f"{ctype} {temp} = {expr.text};")
                 staged.append((name, ctype, C.atom(temp)))
             pending = staged
         for name, _, expr in pending:
-            self.line(C.compound_assignment(name, expr))
+            self.out.line(C.compound_assignment(name, expr))
 
 
 def _dimension(op: ir.Operation) -> str:

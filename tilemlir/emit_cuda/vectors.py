@@ -76,7 +76,7 @@ class VectorStatements:
         struct = self.struct(value.type, where)
         name = self._e.identifiers.fresh(base)
         lane = C.atom(self.lane())
-        self._e.line(f"{struct} {name};")
+        self._e.out.line(f"{struct} {name};")
         self._loop(vector_length(value.type), f"{name}.v[{lane.text}] = {self.element(value, lane).text};")
         return C.atom(name)
 
@@ -89,8 +89,8 @@ class VectorStatements:
 
     def _loop(self, length: int, body: str, start: int = 0) -> None:
         lane = self.lane()
-        self._e.line("#pragma unroll")
-        self._e.line(f"for (int {lane} = {start}; {lane} < {length}; ++{lane}) {body}")
+        self._e.out.line("#pragma unroll")
+        self._e.out.line(f"for (int {lane} = {start}; {lane} < {length}; ++{lane}) {body}")
 
     def _shifted(self, indices: list[CExpr], offset: CExpr) -> list[CExpr]:
         return indices[:-1] + [C.add(indices[-1], offset)]
@@ -109,18 +109,18 @@ class VectorStatements:
             self._load(op, struct, typed, length)
         elif op.name == "arith.constant":
             values = [self._e.scalar.constant(a, result.type.element_type).text for a in dense_elements(op)]
-            self._e.wrapped(f"{'const ' if declare else ''}{typed} = {{{{", values, "}};")
+            self._e.out.wrapped(f"{'const ' if declare else ''}{typed} = {{{{", values, "}};")
         elif op.name in ("vector.broadcast", "vector.splat"):
             if isinstance(op.operands[0].type, ir.VectorType):
                 raise error(op, "vector.broadcast of a vector is not supported by the CUDA emitter")
             self._declare(struct, name, declare)
             self._loop(length, f"{name}.v[{lane.text}] = {self._e.value(op.operands[0]).text};")
         elif op.name == "vector.from_elements":
-            self._e.wrapped(f"{typed} = {{{{", [self._e.value(v).text for v in op.operands], "}};")
+            self._e.out.wrapped(f"{typed} = {{{{", [self._e.value(v).text for v in op.operands], "}};")
         elif op.name == "vector.insert":
             position = self._position(op, op.operands[2:] if len(op.operands) > 2 else [])
-            self._e.line(f"{typed} = {self.whole(op.operands[1], op).text};")
-            self._e.line(f"{name}.v[{position.text}] = {self._e.value(op.operands[0]).text};")
+            self._e.out.line(f"{typed} = {self.whole(op.operands[1], op).text};")
+            self._e.out.line(f"{name}.v[{position.text}] = {self._e.value(op.operands[0]).text};")
         elif op.name.startswith("arith.") or op.name.startswith("math."):
             expr = self._e.scalar.translate(op, self._operands(op, lane))
             self._declare(struct, name, declare)
@@ -131,7 +131,7 @@ class VectorStatements:
 
     def _declare(self, struct: str, name: str, declare: bool) -> None:
         if declare:
-            self._e.line(f"{struct} {name};")
+            self._e.out.line(f"{struct} {name};")
 
     def _load(self, op: ir.Operation, struct: str, typed: str, length: int) -> None:
         """`typed` is `T name` for a new variable, or `name` for an existing one."""
@@ -146,7 +146,7 @@ class VectorStatements:
             self._loop(length, f"{name}.v[{lane.text}] = {source.text};")
             return
         address = memory.element(memref, indices, op)
-        self._e.line(f"{typed} = *reinterpret_cast<const {struct}*>(&{address.text});")
+        self._e.out.line(f"{typed} = *reinterpret_cast<const {struct}*>(&{address.text});")
 
     def store(self, op: ir.Operation) -> None:
         value, memref = op.operands[0], op.operands[1]
@@ -161,7 +161,7 @@ class VectorStatements:
         target = memory.tensors.get(memref) or memory.buffers.get(memref)
         whole = self.whole(value, op, base=target.name.lower() + "v" if target else "t")
         address = memory.element(memref, indices, op)
-        self._e.line(f"*reinterpret_cast<{struct}*>(&{address.text}) = {whole.text};")
+        self._e.out.line(f"*reinterpret_cast<{struct}*>(&{address.text}) = {whole.text};")
 
     # -- scalar results -------------------------------------------------------------------------------
     def scalar_expr(self, op: ir.Operation) -> CExpr:
@@ -197,7 +197,7 @@ class VectorStatements:
         else:
             name = self._e.identifiers.fresh(self._e.value_names.of(result, op))
             init = self._e.value(op.operands[1]) if has_init else self.element(vector, C.int_lit(0))
-            self._e.line(f"{self._e.c_type(result.type, op)} {name} = {init.text};")
+            self._e.out.line(f"{self._e.c_type(result.type, op)} {name} = {init.text};")
         step = self._combine(op, C.atom(name), self.element(vector, C.atom(self.lane())))
         self._loop(vector_length(vector.type), C.compound_assignment(name, step), start=0 if has_init else 1)
         self._e.exprs[result] = C.atom(name)
