@@ -23,6 +23,7 @@ from tilemlir.emit_cuda.plan import InlinePlan, is_vector
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.scalar import ScalarOps
 from tilemlir.emit_cuda.signs import Signs
+from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
@@ -51,11 +52,15 @@ class KernelEmitter:
         self.function_name = self.identifiers.kernel_name(kernel.name)
         self.c_names = {name: self.identifiers.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
         self.memory = Memory(kernel, self.types, self.identifiers, self.c_names)
-        self.vectors = VectorStatements(self)
         self.value_names = ValueNames(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
         self.prologue: list[str] = []
         self.out = CodeWriter()
+        context = StatementContext(
+            types=self.types, prelude=self.prelude, identifiers=self.identifiers, value_names=self.value_names,
+            memory=self.memory, scalar=self.scalar, out=self.out, value=self.value, folded=self.folded,
+            bind=self.exprs.__setitem__, result_variable=self.result_variable, c_type=self.c_type)
+        self.vectors = VectorStatements(context)
         self._ids: dict[tuple[str, str], CExpr] = {}
         self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
@@ -113,6 +118,11 @@ class KernelEmitter:
         if self.plan.is_atom(op):
             self.exprs[value] = expr
         return expr
+
+    def folded(self, value: ir.Value) -> bool:
+        """Whether `value` is computed in place at its use: it has no C expression yet and `plan` folds it."""
+        op = irutil.defining_op(value)
+        return value not in self.exprs and op is not None and self.plan.is_inlined(op)
 
     def _block_argument(self, value: ir.BlockArgument) -> CExpr:
         for position, arg in enumerate(self._launch_args):
