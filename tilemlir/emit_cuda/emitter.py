@@ -297,7 +297,7 @@ class KernelEmitter:
             self.out.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
         elif ctype == "long long":
             self.out.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
-                      f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
+                          f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
         else:
             raise error(op, f"tile.atomic_add of {value.type} is not supported by the CUDA emitter")
 
@@ -326,7 +326,8 @@ class KernelEmitter:
             self.out.line(pragma)
         increment = f"++{iv_name}" if step.value == 1 else f"{iv_name} += {step.text}"
         ctype = self.c_type(iv.type, op)
-        self.out.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
+        condition = f"{iv_name} < {C.paren(upper, C.REL + 1)}"
+        self.out.line(f"for ({ctype} {iv_name} = {lower.text}; {condition}; {increment}) {{")
         self._nested(body, targets)
         self.out.line("}")
         self.identifiers.pop()
