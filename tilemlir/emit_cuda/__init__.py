@@ -22,6 +22,14 @@ index value fits in an int for the tensors the runtime then accepts (fewer
 than 2**31 elements each; it rejects larger ones at launch), else 64-bit;
 `index_bits` forces either (32 only where that proof holds).
 
+Structure: `emitter.KernelEmitter` walks the launch body, holds each
+value's C expression and routes each op to its statement. A statement
+module (`vectors`) is a class built from one `StatementContext` (C types,
+prelude, identifiers, memory, scalar ops, the line writer, the emitter's
+value functions) and sees nothing else. Tensor-core statements (ldmatrix,
+mma, cp.async as calls of `tl_` prelude helpers on register-array slices)
+are one more such module, their ops routed to it in `emitter._HANDLERS`.
+
 Numerics, chosen to match the IR exactly and the CPU backend bit for bit
 where the math allows:
 - Correctly rounded operations by default: `+ - * /` (NVRTC's default

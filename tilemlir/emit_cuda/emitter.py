@@ -8,30 +8,30 @@ preceded by a `// file.py:LINE` comment when its Python line changes.
 
 from __future__ import annotations
 
-import os
 import re
 
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
+from tilemlir.emit_cuda.code_writer import MAX_LINE, CodeWriter
 from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
+from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.memory import Memory
-from tilemlir.emit_cuda.names import Names
-from tilemlir.emit_cuda.naming import Naming
 from tilemlir.emit_cuda.plan import InlinePlan, is_vector
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.scalar import ScalarOps
 from tilemlir.emit_cuda.signs import Signs
+from tilemlir.emit_cuda.statement_context import StatementContext
+from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error, source_location
+from tilemlir.passes.diag import error
 
 MAX_FULL_UNROLL = 256
 # A loop that does not index registers is still unrolled when the copies stay this small.
 MAX_UNROLLED_OPS = 256
-MAX_LINE = 110
 _SILENT = frozenset({"gpu.terminator", "tile.assume", "memref.dealloc"})
 _SHUFFLE_TYPES = frozenset({"float", "double", "int", "unsigned int", "long long", "unsigned long long", "half",
                             "__nv_bfloat16"})
@@ -44,21 +44,23 @@ class KernelEmitter:
     def __init__(self, kernel: KernelIR, *, fast_math: bool, index_bits: int):
         self.kernel = kernel
         self.types = CTypes(index_bits)
-        self.names = Names()
+        self.identifiers = Identifiers()
         self.prelude = Prelude()
         self.signs = Signs(kernel.launch)
         self.plan = InlinePlan(kernel.func)
         self.scalar = ScalarOps(self.types, self.signs, self.prelude, fast_math)
-        self.function_name = self.names.kernel_name(kernel.name)
-        self.c_names = {name: self.names.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
-        self.memory = Memory(kernel, self.types, self.names, self.c_names)
-        self.vectors = VectorStatements(self)
-        self.naming = Naming(self.memory)
+        self.function_name = self.identifiers.kernel_name(kernel.name)
+        self.c_names = {name: self.identifiers.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
+        self.memory = Memory(kernel, self.types, self.identifiers, self.c_names)
+        self.value_names = ValueNames(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
         self.prologue: list[str] = []
-        self.lines: list[str] = []
-        self._depth = 1
-        self._last_line: tuple[str, int] | None = None
+        self.out = CodeWriter()
+        context = StatementContext(
+            types=self.types, prelude=self.prelude, identifiers=self.identifiers, value_names=self.value_names,
+            memory=self.memory, scalar=self.scalar, out=self.out, value=self.value, folded=self.folded,
+            bind=self.exprs.__setitem__, result_variable=self.result_variable, c_type=self.c_type)
+        self.vectors = VectorStatements(context)
         self._ids: dict[tuple[str, str], CExpr] = {}
         self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
@@ -75,9 +77,9 @@ class KernelEmitter:
         if self.memory.shared_bytes:
             self.prologue.insert(0, "extern __shared__ __align__(16) unsigned char smem[];")
         body = [f"  {line}" for line in self.prologue]
-        if body and self.lines and self.lines[0].strip():
+        if body and self.out.lines and self.out.lines[0].strip():
             body.append("")
-        return "\n".join([self._header(), *body, *self.lines, "}"]) + "\n"
+        return "\n".join([self._header(), *body, *self.out.lines, "}"]) + "\n"
 
     def _header(self) -> str:
         params = []
@@ -93,36 +95,6 @@ class KernelEmitter:
         if len(one_line) <= MAX_LINE:
             return one_line
         return head + "\n" + ",\n".join(f"    {p}" for p in params) + ") {"
-
-    # -- output -----------------------------------------------------------------------------------
-    def line(self, text: str) -> None:
-        self.lines.append("  " * self._depth + text)
-
-    def wrapped(self, head: str, items: list[str], tail: str) -> None:
-        """`head item, item, ... tail` as one line, or filled over several aligned under the first item."""
-        indent = "  " * self._depth
-        if len(indent + head) + sum(len(i) + 2 for i in items) + len(tail) <= MAX_LINE:
-            self.line(head + ", ".join(items) + tail)
-            return
-        rows, row = [], []
-        for item in items:
-            if row and len(indent + head) + sum(len(i) + 2 for i in row) + len(item) > MAX_LINE:
-                rows.append(", ".join(row))
-                row = []
-            row.append(item)
-        rows.append(", ".join(row))
-        self.line(head + (",\n" + indent + " " * len(head)).join(rows) + tail)
-
-    def comment(self, op: ir.Operation) -> None:
-        loc = source_location(op.location)
-        if loc is None or loc.file in ("", "-"):
-            return
-        key = (os.path.basename(loc.file), loc.line)
-        if key != self._last_line:
-            if self._depth == 1 and self.lines and not self.lines[-1].endswith("{"):
-                self.lines.append("")
-            self.line(f"// {key[0]}:{key[1]}")
-            self._last_line = key
 
     def c_type(self, type_: ir.Type, where: ir.Operation) -> str:
         try:
@@ -147,6 +119,11 @@ class KernelEmitter:
             self.exprs[value] = expr
         return expr
 
+    def folded(self, value: ir.Value) -> bool:
+        """Whether `value` is computed in place at its use: it has no C expression yet and `plan` folds it."""
+        op = irutil.defining_op(value)
+        return value not in self.exprs and op is not None and self.plan.is_inlined(op)
+
     def _block_argument(self, value: ir.BlockArgument) -> CExpr:
         for position, arg in enumerate(self._launch_args):
             if arg == value:
@@ -165,7 +142,7 @@ class KernelEmitter:
         """`tx`, `bx`, ... declared once at the top as the index type (threadIdx is unsigned)."""
         if (op_name, dim) not in self._ids:
             prefix, builtin = _ID_VARS[op_name]
-            name = self.names.fresh_global(prefix + dim)
+            name = self.identifiers.fresh_global(prefix + dim)
             self.prologue.append(f"const {self.types.index} {name} = {builtin}.{dim};")
             self._ids[(op_name, dim)] = C.atom(name)
         return self._ids[(op_name, dim)]
@@ -188,7 +165,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if len(uses) == 1 and uses[0][0].block == op.block:
             return self.op_expr(op)
-        name = self.names.fresh_global(self.naming.value(value, op))
+        name = self.identifiers.fresh_global(self.value_names.of(value, op))
         self.prologue.append(f"const {self.c_type(value.type, op)} {name} = {self.op_expr(op).text};")
         self.exprs[value] = C.atom(name)
         return self.exprs[value]
@@ -266,7 +243,7 @@ class KernelEmitter:
         uses = irutil.users(value)
         if current is not None and len(uses) == 1 and uses[0][0].name == "scf.yield" and uses[0][0].block == current[0]:
             return current[1][uses[0][1]][0], False
-        return self.names.fresh(self.naming.value(value, op)), True
+        return self.identifiers.fresh(self.value_names.of(value, op)), True
 
     def statement(self, op: ir.Operation) -> None:
         name = op.name
@@ -274,13 +251,13 @@ class KernelEmitter:
             return
         handler = None if self.plan.is_ternary(op) else _HANDLERS.get(name)
         if handler is not None:
-            self.comment(op)
+            self.out.source_line(op)
             handler(self, op)
         elif op.results and any(is_vector(r) for r in op.results):
-            self.comment(op)
+            self.out.source_line(op)
             self.vectors.statement(op)
         elif self.plan.kind(op) is not None:
-            self.comment(op)
+            self.out.source_line(op)
             self.named(op)
         else:
             raise _unsupported(op)
@@ -290,7 +267,7 @@ class KernelEmitter:
         ctype = self.c_type(value.type, op)
         expr = self.op_expr(op)
         name, declare = self.result_variable(value, op)
-        self.line(f"{ctype} {name} = {expr.text};" if declare else f"{name} = {expr.text};")
+        self.out.line(f"{ctype} {name} = {expr.text};" if declare else f"{name} = {expr.text};")
         self.exprs[value] = C.atom(name)
 
     def _alloc(self, op: ir.Operation) -> None:
@@ -299,15 +276,15 @@ class KernelEmitter:
         except UnsupportedType as exc:
             raise error(op, str(exc)) from None
         for text in lines:
-            self.line(text)
+            self.out.line(text)
 
     def _store(self, op: ir.Operation) -> None:
         value, memref = op.operands[0], op.operands[1]
         target = self.memory.element(memref, [self.value(v) for v in list(op.operands)[2:]], op)
-        self.line(C.compound_assignment(target.text, self.value(value)))
+        self.out.line(C.compound_assignment(target.text, self.value(value)))
 
     def _barrier(self, op: ir.Operation) -> None:
-        self.line("__syncthreads();")
+        self.out.line("__syncthreads();")
 
     def _atomic_add(self, op: ir.Operation) -> None:
         dst, value = op.operands[0], op.operands[1]
@@ -317,10 +294,10 @@ class KernelEmitter:
         target = self.memory.element(dst, [self.value(v) for v in list(op.operands)[2:]], op)
         ctype = self.c_type(value.type, op)
         if ctype in ("float", "double", "int", "unsigned int", "unsigned long long", "half", "__nv_bfloat16"):
-            self.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
+            self.out.line(f"atomicAdd(&{target.text}, {self.value(value).text});")
         elif ctype == "long long":
-            self.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
-                      f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
+            self.out.line(f"atomicAdd(reinterpret_cast<unsigned long long*>(&{target.text}), "
+                          f"(unsigned long long){C.paren(self.value(value), C.UNARY)});")
         else:
             raise error(op, f"tile.atomic_add of {value.type} is not supported by the CUDA emitter")
 
@@ -341,49 +318,49 @@ class KernelEmitter:
         lower, upper, step = (self.value(v) for v in list(op.operands)[:3])
         targets = self._declare_results(op, list(body.arguments)[1:], list(op.operands)[3:])
         iv = body.arguments[0]
-        self.names.push()
-        iv_name = self.names.fresh(self.naming.induction_variable(op))
+        self.identifiers.push()
+        iv_name = self.identifiers.fresh(self.value_names.induction_variable(op))
         self.exprs[iv] = C.atom(iv_name)
         pragma = _unroll_pragma(op, lower, upper, step)
         if pragma:
-            self.line(pragma)
+            self.out.line(pragma)
         increment = f"++{iv_name}" if step.value == 1 else f"{iv_name} += {step.text}"
         ctype = self.c_type(iv.type, op)
-        self.line(f"for ({ctype} {iv_name} = {lower.text}; {iv_name} < {C.paren(upper, C.REL + 1)}; {increment}) {{")
+        condition = f"{iv_name} < {C.paren(upper, C.REL + 1)}"
+        self.out.line(f"for ({ctype} {iv_name} = {lower.text}; {condition}; {increment}) {{")
         self._nested(body, targets)
-        self.line("}")
-        self.names.pop()
+        self.out.line("}")
+        self.identifiers.pop()
 
     def _if(self, op: ir.Operation) -> None:
         condition = self.value(op.operands[0])
         targets = self._declare_results(op, [], [])
-        self.line(f"if ({condition.text}) {{")
+        self.out.line(f"if ({condition.text}) {{")
         self._nested(irutil.single_block(op, 0), targets, branch=True)
         has_else = len(op.regions[1].blocks) > 0 and (len(irutil.block_ops(irutil.single_block(op, 1))) > 1
                                                        or len(op.results) > 0)
         if has_else:
-            self.line("} else {")
+            self.out.line("} else {")
             self._nested(irutil.single_block(op, 1), targets, branch=True)
-        self.line("}")
+        self.out.line("}")
 
     def _nested(self, block: ir.Block, targets: list[tuple[str, str]], branch: bool = False) -> None:
-        self._depth += 1
-        self.names.push()
-        self.block(block, targets, branch)
-        self.names.pop()
-        self._depth -= 1
+        with self.out.indented():
+            self.identifiers.push()
+            self.block(block, targets, branch)
+            self.identifiers.pop()
 
     def _declare_results(self, op: ir.Operation, args: list[ir.Value], inits: list[ir.Value]) -> list[tuple[str, str]]:
         """Variables for a loop's carried values (initialized) or an if's results (declared)."""
         targets = []
         for i, result in enumerate(op.results):
             ctype = self.c_type(result.type, op)
-            name = self.names.fresh(self.naming.value(result, op))
+            name = self.identifiers.fresh(self.value_names.of(result, op))
             if inits:
-                self.line(f"{ctype} {name} = {self.value(inits[i]).text};")
+                self.out.line(f"{ctype} {name} = {self.value(inits[i]).text};")
                 self.exprs[args[i]] = C.atom(name)
             else:
-                self.line(f"{ctype} {name};")
+                self.out.line(f"{ctype} {name};")
             self.exprs[result] = C.atom(name)
             targets.append((name, ctype))
         return targets
@@ -397,14 +374,12 @@ class KernelEmitter:
         if clobbers:
             staged = []
             for name, ctype, expr in pending:
-                temp = self.names.fresh(f"{name}_next")
-                self.line(f"{ctype} {temp} = {expr.text};")
+                temp = self.identifiers.fresh(f"{name}_next")
+                self.out.line(f"{ctype} {temp} = {expr.text};")
                 staged.append((name, ctype, C.atom(temp)))
             pending = staged
         for name, _, expr in pending:
-            self.line(C.compound_assignment(name, expr))
-
-    # -- names ------------------------------------------------------------------------------------
+            self.out.line(C.compound_assignment(name, expr))
 
 
 def _dimension(op: ir.Operation) -> str:

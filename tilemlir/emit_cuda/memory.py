@@ -22,8 +22,8 @@ from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.ctype import CTypes, byte_size
+from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR, is_row_major
-from tilemlir.emit_cuda.names import Names
 from tilemlir.hardware import format_bytes, max_shared_bytes
 from tilemlir.mlir import ir
 from tilemlir.passes.diag import error
@@ -49,10 +49,10 @@ class Buffer:
 
 
 class Memory:
-    def __init__(self, kernel: KernelIR, types: CTypes, names: Names, c_names: dict[str, str]):
+    def __init__(self, kernel: KernelIR, types: CTypes, identifiers: Identifiers, c_names: dict[str, str]):
         """`c_names` maps each Python parameter and symbol name to its C identifier."""
         self._types = types
-        self._names = names
+        self._identifiers = identifiers
         self.tensors: dict[ir.Value, Tensor] = {}
         self.buffers: dict[ir.Value, Buffer] = {}
         self.shared_offsets, self.shared_bytes = _plan_shared(kernel)
@@ -83,7 +83,7 @@ class Memory:
             raise error(op, f"buffer type {type_} has a non-row-major layout, which the CUDA emitter does not support")
         element = self._types.scalar(type_.element_type)
         base = irutil.str_attr(op, "name") or irutil.str_attr(op, "tile.name") or ("regs" if space == "local" else "sbuf")
-        buffer = Buffer(self._names.fresh(base), element, tuple(type_.shape), space)
+        buffer = Buffer(self._identifiers.fresh(base), element, tuple(type_.shape), space)
         self.buffers[op.results[0]] = buffer
         if space == "local":
             dims = "".join(f"[{d}]" for d in buffer.shape)

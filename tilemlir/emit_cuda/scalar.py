@@ -25,8 +25,9 @@ from collections.abc import Callable
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
-from tilemlir.emit_cuda.conversions import CONVERSIONS
+from tilemlir.emit_cuda.conversions import CONVERSIONS, ConversionContext
 from tilemlir.emit_cuda.ctype import FP8, CTypes, float_kind, int_width, is_bool, wrap_int
+from tilemlir.emit_cuda.float_rounding import FloatRounding
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
@@ -89,6 +90,8 @@ class ScalarOps:
         self.types = types
         self.signs = signs
         self._prelude = prelude
+        self._floats = FloatRounding(prelude)
+        self._conversions = ConversionContext(types, signs, self._floats)
         self._fast = fast_math
         self._unsigned_forms: dict[CExpr, tuple[CExpr, int]] = {}  # `(int)(U-expr)` -> (U-expr, its bits)
 
@@ -109,7 +112,7 @@ class ScalarOps:
         if name == "arith.select":
             return C.cond(*args)
         if name in CONVERSIONS:
-            return CONVERSIONS[name](self, op, args[0], element_type(op.operands[0].type), result)
+            return CONVERSIONS[name](self._conversions, op, args[0], element_type(op.operands[0].type), result)
         if name.startswith("affine."):
             return self._affine(op, args)
         if name.startswith("arith.") and len(args) == 2:
@@ -152,7 +155,7 @@ class ScalarOps:
         else:
             text = float32_literal(value)
             single = C.CExpr(text, C.UNARY if text.startswith("-") else C.ATOM)
-        return self.from_float(single, kind)
+        return self._floats.from_float(single, kind)
 
     def typed_int(self, e: CExpr, type_: ir.Type) -> CExpr:
         """`e`, with a literal given the exact C type (for overloads and templates)."""
@@ -165,35 +168,11 @@ class ScalarOps:
         return e if ctype == "int" else C.cast(ctype, e)
 
     # -- floats --------------------------------------------------------------------------------
-    def to_float(self, e: CExpr, kind: str) -> CExpr:
-        """A narrow float as float (exact)."""
-        if kind == "f16":
-            return C.call("__half2float", e)
-        if kind == "bf16":
-            return C.call("__bfloat162float", e)
-        if kind in FP8:
-            return C.call("float", e)
-        return e
-
-    def from_float(self, e: CExpr, kind: str, source: str = "f32") -> CExpr:
-        """A float (or, with source "f64", a double) rounded to nearest even into `kind`."""
-        if kind == "f16":
-            return C.call("__float2half_rn", e)
-        if kind == "bf16":
-            return C.call("__float2bfloat16_rn", e)
-        if kind in FP8:
-            short = "e4m3" if kind == "f8E4M3FN" else "e5m2"
-            self._prelude.helper(short if source == "f32" else f"{short}_f64")
-            return C.call(f"tl_to_{short}", e)
-        if kind == "f64":
-            return C.cast("double", e)
-        return e
-
     def float_binary(self, name: str, args: list[CExpr], type_: ir.Type) -> CExpr:
         kind = float_kind(type_)
         if kind in FP8:
-            widened = [self.to_float(a, kind) for a in args]
-            return self.from_float(self.float_binary(name, widened, ir.F32Type.get()), kind)
+            widened = [self._floats.to_float(a, kind) for a in args]
+            return self._floats.from_float(self.float_binary(name, widened, ir.F32Type.get()), kind)
         if name == "arith.negf":
             return C.unary("-", args[0])
         a, b = args
@@ -209,7 +188,8 @@ class ScalarOps:
             return C.call(fn.replace("max", "min") if name == "arith.minnumf" else fn, a, b)
         # arith.remf
         if kind in ("f16", "bf16"):
-            return self.from_float(C.call("fmodf", self.to_float(a, kind), self.to_float(b, kind)), kind)
+            remainder = C.call("fmodf", self._floats.to_float(a, kind), self._floats.to_float(b, kind))
+            return self._floats.from_float(remainder, kind)
         return C.call("fmodf" if kind == "f32" else "fmod", a, b)
 
     def _math(self, op: ir.Operation, args: list[CExpr], type_: ir.Type) -> CExpr:
@@ -223,14 +203,14 @@ class ScalarOps:
             return C.call(f"tl_{helper}", *args)
         if fn in ("isnan", "isinf", "isfinite"):
             operand_kind = float_kind(element_type(op.operands[0].type))
-            return C.call(fn, self.to_float(args[0], operand_kind))
+            return C.call(fn, self._floats.to_float(args[0], operand_kind))
         if kind is None or (fn not in _MATH and fn != "rsqrt"):
             raise error(op, f"'{op.name}' on {type_} is not supported by the CUDA emitter")
         if kind in ("f16", "bf16") and fn in ("absf", "fma"):
             return C.call("__habs" if fn == "absf" else "__hfma", *args)
         if kind not in ("f32", "f64"):
-            widened = [self.to_float(a, kind) for a in args]
-            return self.from_float(self._math_f32(fn, widened, "f32"), kind)
+            widened = [self._floats.to_float(a, kind) for a in args]
+            return self._floats.from_float(self._math_f32(fn, widened, "f32"), kind)
         return self._math_f32(fn, args, kind)
 
     def _math_f32(self, fn: str, args: list[CExpr], kind: str) -> CExpr:
@@ -249,7 +229,7 @@ class ScalarOps:
         kind = float_kind(element_type(op.operands[0].type))
         a, b = args
         if kind in FP8:
-            a, b = self.to_float(a, kind), self.to_float(b, kind)
+            a, b = self._floats.to_float(a, kind), self._floats.to_float(b, kind)
         if predicate in ("true", "false"):
             return C.atom(predicate)
         if predicate in _ORDERED:

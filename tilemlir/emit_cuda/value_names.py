@@ -1,4 +1,4 @@
-"""Readable names for the values the emitter must name.
+"""Readable base names for the values the emitter must name (`identifiers` makes each unique).
 
 The Python name when the IR carries one (`name` / `tile.name` on the
 defining op, `tile.result_names` on an scf.for or scf.if for the values it
@@ -21,11 +21,11 @@ _LOOP_LETTERS = "ijklmn"
 _FIRST_INDEX = {"memref.load": 1, "vector.load": 1, "memref.store": 2, "vector.store": 2}
 
 
-class Naming:
+class ValueNames:
     def __init__(self, memory: Memory):
         self._memory = memory
 
-    def value(self, value: ir.Value, op: ir.Operation) -> str:
+    def of(self, value: ir.Value, op: ir.Operation) -> str:
         """The base name of `value`, a result of `op`."""
         if op.name in ("scf.for", "scf.if"):
             given = _result_name(op, value.result_number)

@@ -37,7 +37,7 @@ def sanitize(name: str) -> str:
     return cleaned
 
 
-class Names:
+class Identifiers:
     """Hands out identifiers: `fresh("row")` -> row, row1, row2, ... unique among the names in scope.
 
     Names follow C++ block scopes: `push()` opens one, `pop()` frees the names
