@@ -1,7 +1,9 @@
 """Loop-level MLIR (scf/memref/arith/math/vector, no memory spaces) -> LLVM IR -> machine code.
 
 `to_llvm_ir` runs the upstream conversions (narrow-float arithmetic widened
-to f32 and narrow-float casts expanded first, see `expand-narrow-floats`);
+to f32 and narrow-float casts expanded first, see `expand-narrow-floats`),
+and keeps the loops with a float max or min out of LLVM's loop vectorizer,
+whose width choice aborts on them (`tilemlir.backends.cpu.loop_hints`);
 `JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
 for the host CPU and JIT-compiles it with MCJIT.
 
@@ -27,6 +29,7 @@ import llvmlite.binding as llvm
 import ml_dtypes
 import numpy as np
 
+from tilemlir.backends.cpu import loop_hints
 from tilemlir.backends.cpu.ir_builders import CMPF, constant
 from tilemlir.errors import CompileError
 from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, memref, translate_module_to_llvmir
@@ -71,6 +74,7 @@ def to_llvm_ir(module: ir.Module) -> str:
         cpu_expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
+        loop_hints.keep_min_max_loops_scalar(module)
         _opaque_float_constants(module)
         return translate_module_to_llvmir(module.operation)
 
