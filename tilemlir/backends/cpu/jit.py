@@ -1,9 +1,10 @@
 """Loop-level MLIR (scf/memref/arith/math/vector, no memory spaces) -> LLVM IR -> machine code.
 
-`to_llvm_ir` runs the upstream conversions (narrow-float arithmetic widened
-to f32 and narrow-float casts expanded first, see `expand-narrow-floats`),
-and keeps the loops with a float max or min out of LLVM's loop vectorizer,
-whose width choice aborts on them (`tilemlir.backends.cpu.loop_hints`);
+`to_llvm_ir` runs the upstream conversions (`math.fma` rounded once first,
+see `fuse-fma`; narrow-float arithmetic widened to f32 and narrow-float
+casts expanded, see `expand-narrow-floats`), and keeps the loops with a
+float max or min out of LLVM's loop vectorizer, whose width choice aborts
+on them (`tilemlir.backends.cpu.loop_hints`);
 `JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
 for the host CPU and JIT-compiles it with MCJIT.
 
@@ -65,9 +66,10 @@ _initialized = False
 
 def to_llvm_ir(module: ir.Module) -> str:
     """Lower `module` (in place) to the LLVM dialect and translate it to LLVM IR text."""
-    from tilemlir.passes import cpu_expand_narrow_floats
+    from tilemlir.passes import cpu_expand_narrow_floats, cpu_fuse_fma
 
     with module.context:
+        cpu_fuse_fma.run(module.operation, None)
         _run(module, _BEFORE_CASTS)
         _expand_isinf(module)
         _scalarize_bool_vectors(module)
