@@ -5,7 +5,8 @@
 
 A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
 `LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
-alignment, scalar ranges, `T.assume` facts), allocates the `out_idx`
+alignment, scalar ranges, `T.assume` facts) and `describe_host` (no
+byte-swapped arrays, no read-only arrays the kernel writes), allocates the `out_idx`
 outputs (filled with NaN, or the lowest signed / highest unsigned integer,
 so unwritten elements show), runs the JIT-compiled function and returns the outputs (one array,
 a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
@@ -127,7 +128,7 @@ class CpuKernel:
         binder = self._binder
         binder.check_count(args)
         params = self.signature.params
-        values = [describe_host(a, params[i].name) if isinstance(params[i], TensorParam) else a
+        values = [describe_host(a, params[i].name, params[i].written) if isinstance(params[i], TensorParam) else a
                   for i, a in zip(self._inputs, args)]
         env = binder.bind(values, HOST)
         outputs = {index: _poisoned(shape, params[index].dtype) for index, shape in binder.output_shapes(env)}
