@@ -20,7 +20,7 @@ import numpy as np
 from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
                                              written_params)
-from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
+from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.errors import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
@@ -40,8 +40,10 @@ NUMPY_DTYPES = {
 
 
 class SimulationError(TilemlirError):
-    """A thread-level program misbehaved in the CPU simulation (a data race on shared
-    memory, an out-of-range access): the GPU lowering that produced it is wrong."""
+    """A kernel misbehaved in a CPU run, which stopped the access: an on-chip index out of its
+    buffer or a read of an on-chip element never written (either level: a bug in the kernel,
+    or at thread level in the GPU lowering), a data race on shared memory, an out-of-range
+    global access or a misaligned vector access (thread level: the GPU lowering is wrong)."""
 
 
 def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None = None, level: str = "tile",
