@@ -11,6 +11,7 @@ import pytest
 import tilemlir
 import tilemlir.language as T
 from tilemlir.backends.cpu import SimulationError
+from tilemlir.errors import CompileError
 
 LEVELS = ("tile", "thread")
 
@@ -178,3 +179,24 @@ def test_a_copy_does_not_read_the_elements_whose_stores_it_drops(level, rng):
     x = rng.standard_normal((7, 16)).astype(np.float32)
     y = tilemlir.compile(rows_below.instantiate(), target="cpu", level=level)(x)
     assert np.array_equal(y, x * 3)
+
+
+@tilemlir.jit(out_idx=[1])
+def huge_fragment():
+    @T.prim_func
+    def huge(X: T.Tensor((4,), T.int8), Y: T.Tensor((4,), T.int8)):
+        with T.Kernel(1, threads=32) as bx:
+            h = T.alloc_fragment((1 << 15, 1 << 15), T.int8)  # 2**30 elements
+            for i in T.Parallel(4):
+                h[0, i] = X[i]
+            for i in T.Parallel(4):
+                Y[i] = h[0, i]
+
+    return huge
+
+
+def test_a_tile_level_buffer_too_large_for_the_checks_is_a_located_error():
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(huge_fragment.instantiate(), target="cpu", level="tile")
+    assert str(info.value).startswith(f"{line_of('# 2**30 elements')}17: error: the CPU backend checks on-chip "
+                                      "buffers of fewer than 2**30 elements; 'h' has 1073741824"), str(info.value)

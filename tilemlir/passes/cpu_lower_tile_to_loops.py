@@ -136,7 +136,7 @@ def _lower_grid(kernel: ir.Operation, on_chip: list[ir.Value], checker: checks.C
             linear = arith.addi(linear, arith.muli(block_index, stride))
             stride = arith.muli(stride, extent)
         checker.start_block(linear)
-    with kernel.location, ir.InsertionPoint(list(body.operations)[-1]):
+    with kernel.location, ir.InsertionPoint(body.operations[-1]):
         checker.end_block()
     b.inline_into_loop_nest(kernel, grid)
 

@@ -10,6 +10,16 @@
 // element's never-written byte (cleared at each block start), a load folds it into
 // its site's lowest never-written index and count (no branch), which the block's end
 // records; each site's message, with its source line, is in tile.sim_sites.
+// The recorder: the first error (or the first after a weak one) fills the status words.
+// CHECK-LABEL: func.func private @row_max__record_error(
+// CHECK-SAME: %[[R_STATUS:[^:]+]]: memref<8xi64>, %[[R_STATE:[^:]+]]: memref<2xi64>, %[[SITE:[^:]+]]: i64, %{{[^:]+}}: i64, %{{[^:]+}}: i64, %[[INDEX:[^:]+]]: i64, %[[WEAK:[^:]+]]: i64, %[[N:[^:]+]]: i64) attributes {llvm.noinline} {
+// CHECK: %[[ERRORS:.+]] = memref.load %[[R_STATUS]][%c0]
+// CHECK: scf.if
+// CHECK: memref.store %[[SITE]], %[[R_STATUS]][%c1]
+// CHECK: memref.store %[[INDEX]], %[[R_STATUS]][%c5]
+// CHECK: memref.store %[[WEAK]], %[[R_STATUS]][%c6]
+// CHECK: %[[TOTAL:.+]] = arith.addi %[[ERRORS]], %[[N]] : i64
+// CHECK-NEXT: memref.store %[[TOTAL]], %[[R_STATUS]][%c0]
 // CHECK-LABEL: func.func @row_max(
 // CHECK-SAME: %[[STATUS:[^:]+]]: memref<8xi64>) attributes {tile.entry, tile.sim_sites = [
 // CHECK-SAME: "read of never-written element {index:4x64} of fragment buffer 'x' (4x64) at {{[^"]+}}lower-tile-to-loops.mlir:{{[0-9]+}}:5 by block {block}: the block had not stored to it",
@@ -45,16 +55,16 @@
 // CHECK: scf.for {{.+}} iter_args(%[[ACC:.+]] = %[[NEG_INF]]) -> (f32) {
 // CHECK-NEXT: %[[XV:.+]] = memref.load %[[X]][%[[I:.+]], %[[J:.+]]] : memref<4x64xf32>
 // CHECK-NEXT: %[[WRITTEN:.+]] = memref.load %[[XW]][%[[I]], %[[J]]] : memref<4x64xi8>
-// CHECK: %[[ELEMENT:.+]] = arith.index_cast %{{.+}} : index to i64
-// CHECK-NEXT: %[[WRITTEN64:.+]] = arith.extui %[[WRITTEN]] : i8 to i64
-// CHECK-NEXT: %[[FLAG:.+]] = arith.shli %[[WRITTEN64]], %c62_i64 : i64
-// CHECK-NEXT: %[[CANDIDATE:.+]] = arith.addi %[[ELEMENT]], %[[FLAG]] : i64
-// CHECK-NEXT: %[[LOWEST:.+]] = memref.load %[[X_LOWEST:alloca[_0-9]*]][%c0] : memref<1xi64>
-// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[LOWEST]], %[[CANDIDATE]] : i64
+// CHECK: %[[ELEMENT:.+]] = arith.index_cast %{{.+}} : index to i32
+// CHECK-NEXT: %[[WRITTEN32:.+]] = arith.extui %[[WRITTEN]] : i8 to i32
+// CHECK-NEXT: %[[FLAG:.+]] = arith.shli %[[WRITTEN32]], %c30_i32 : i32
+// CHECK-NEXT: %[[CANDIDATE:.+]] = arith.addi %[[ELEMENT]], %[[FLAG]] : i32
+// CHECK-NEXT: %[[LOWEST:.+]] = memref.load %[[X_LOWEST:alloca[_0-9]*]][%c0] : memref<1xi32>
+// CHECK-NEXT: %[[MIN:.+]] = arith.minsi %[[LOWEST]], %[[CANDIDATE]] : i32
 // CHECK-NEXT: memref.store %[[MIN]], %[[X_LOWEST]]
-// CHECK-NEXT: %[[UNWRITTEN:.+]] = arith.subi %c1_i64, %[[WRITTEN64]] : i64
-// CHECK-NEXT: %[[COUNT:.+]] = memref.load %[[X_COUNT:alloca[_0-9]*]][%c0] : memref<1xi64>
-// CHECK-NEXT: %[[MORE:.+]] = arith.addi %[[COUNT]], %[[UNWRITTEN]] : i64
+// CHECK-NEXT: %[[UNWRITTEN:.+]] = arith.subi %c1_i32, %[[WRITTEN32]] : i32
+// CHECK-NEXT: %[[COUNT:.+]] = memref.load %[[X_COUNT:alloca[_0-9]*]][%c0] : memref<1xi32>
+// CHECK-NEXT: %[[MORE:.+]] = arith.addi %[[COUNT]], %[[UNWRITTEN]] : i32
 // CHECK-NEXT: memref.store %[[MORE]], %[[X_COUNT]]
 // CHECK-NEXT: arith.maxnumf %[[ACC]], %[[XV]]
 // CHECK: memref.store %[[ONE8]], %[[RW]]
@@ -63,11 +73,15 @@
 // CHECK-NEXT: scf.if %[[IN_Y]] {
 // CHECK-NEXT: %[[RV:.+]] = memref.load %[[R]]
 // CHECK: memref.store %[[RV]], %arg1
-// The block's end: x's never-written reads, if any, are recorded.
+// The block's end: x's never-written reads, if any, are recorded (site 0, the lowest
+// element, weak, that many) by the function's out-of-line recorder.
 // CHECK: %[[READS:.+]] = memref.load %[[X_COUNT]]
-// CHECK-NEXT: %[[ANY:.+]] = arith.cmpi ne, %[[READS]], %c0_i64 : i64
+// CHECK-NEXT: %[[ANY:.+]] = arith.cmpi ne, %[[READS]], %c0_i32 : i32
 // CHECK-NEXT: scf.if %[[ANY]] {
-// CHECK: memref.store %{{.+}}, %[[STATUS]]
+// CHECK-NEXT: %[[FIRST32:.+]] = memref.load %[[X_LOWEST]]
+// CHECK-NEXT: %[[FIRST:.+]] = arith.extsi %[[FIRST32]] : i32 to i64
+// CHECK-NEXT: %[[TIMES:.+]] = arith.extsi %[[READS]] : i32 to i64
+// CHECK-NEXT: func.call @row_max__record_error(%[[STATUS]], %[[STATE]], %c0_i64, %c0_i64, %c0_i64, %[[FIRST]], %c1_i64, %[[TIMES]])
 // CHECK: memref.dealloc %[[X]]
 // CHECK: memref.dealloc %[[R]]
 // CHECK: return
@@ -164,9 +178,9 @@ func.func @gemm_atomic(%A: memref<?x8xf16>, %B: memref<16x8xf16>, %C: memref<?x1
 // CHECK-NEXT: %[[V:.+]] = scf.if %[[INSIDE]] -> (f32) {
 // CHECK-NEXT: memref.load %{{.+}}[%[[K]]] : memref<4xf32>
 // CHECK: } else {
-// CHECK: %[[BAD:.+]] = arith.index_cast %[[K]] : index to i64
-// CHECK: memref.store %[[BAD]], %[[STATUS]][%c5]
-// CHECK: scf.yield %cst : f32
+// CHECK-NEXT: %[[BAD:.+]] = arith.index_cast %[[K]] : index to i64
+// CHECK-NEXT: func.call @pick__record_error(%[[STATUS]], %{{.+}}, %c0_i64, %c0_i64, %c0_i64, %[[BAD]], %c0_i64, %c1_i64)
+// CHECK-NEXT: scf.yield %cst : f32
 // CHECK: memref.store %[[V]], %arg0
 func.func @pick(%Y: memref<1xf32>, %k: index) attributes {tile.entry} {
   %c0 = arith.constant 0 : index

@@ -33,7 +33,7 @@
 // CHECK: %[[V:.+]] = scf.if %{{.+}} -> (f32) {
 // CHECK-NEXT: memref.load %[[X]][%[[I]]]
 // CHECK: } else {
-// CHECK: memref.store %{{.+}}, %[[STATUS]]
+// CHECK: func.call @k__record_error(%[[STATUS]]
 // CHECK: memref.store %[[V]], %[[V_ACROSS]][%[[T1]]]
 // CHECK: memref.store %c1_i8, %[[REGS_W]][%[[T1]], %c0]
 // CHECK-NEXT: memref.store %[[V]], %[[REGS]][%[[T1]], %c0]

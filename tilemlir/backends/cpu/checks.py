@@ -30,13 +30,7 @@ when its writer runs is the better diagnosis). A site is a message
 template kept in the function's `tile.sim_sites` attribute;
 `describe_status` turns the array into the message.
 
-Races: every barrier interval (*epoch*) gets a number. Each shared element
-has a shadow of its last writer and of its readers in the current epoch
-(`epoch * 4096 + thread`, thread 4095 meaning several). A read of an
-element another thread wrote in the same epoch, a write of an element
-another thread wrote or read in the same epoch, is a race, except that
-writing the value already there is harmless (replicated fragment elements
-are written by all their holders).
+Races on shared memory are checked by `races.RaceShadows`.
 """
 
 from __future__ import annotations
@@ -45,16 +39,16 @@ import math
 
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.backends.cpu.access_index import as_i64, bounds, is_vector, lane, linear, linear_dynamic, vector_width
+from tilemlir.backends.cpu.races import SEVERAL, RaceShadows
 from tilemlir.backends.cpu.tile_ops import recorded_padding
-from tilemlir.mlir import arith, ir, memref, scf, vector
+from tilemlir.mlir import arith, func, ir, memref, scf, vector
 from tilemlir.passes import diag
 
 STATUS_WORDS = 8
 SITES_ATTR = "tile.sim_sites"
-SEVERAL = 4095
-_SHIFT = 12
-_WRITTEN_BIT = 62  # tile level: a read element's index, plus 2**62 if it was written
-_NONE = 2**63 - 1  # no element read yet
+_WRITTEN_BIT = 30  # tile level: a read element's index, plus 2**30 if it was written
+_NONE = 2**31 - 1  # no element read yet
 ACCESSES = ("memref.load", "memref.store", "vector.load", "vector.store")
 
 
@@ -103,23 +97,23 @@ def _i64() -> ir.Type:
     return ir.IntegerType.get_signless(64)
 
 
+def _i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
 def _i8() -> ir.Type:
     return ir.IntegerType.get_signless(8)
-
-
-def _as_i64(value: ir.Value) -> ir.Value:
-    return arith.index_cast(_i64(), value) if isinstance(value.type, ir.IndexType) else value
 
 
 class Buffer:
     """An instrumented buffer: kind "global", "shared", "fragment" or "local"; `per_thread`: its
     first index is the simulated thread's; `written`: its never-written shadow (on-chip buffers);
-    `shadows`: its race shadows (shared buffers at thread level)."""
+    `races`: its race shadows (shared buffers at thread level)."""
 
     def __init__(self, kind: str, name: str, value: ir.Value, per_thread: bool = False,
-                 written: ir.Value | None = None, shadows: tuple[ir.Value, ir.Value] | None = None):
+                 written: ir.Value | None = None, races: RaceShadows | None = None):
         self.kind, self.name, self.value = kind, name, value
-        self.per_thread, self.written, self.shadows = per_thread, written, shadows
+        self.per_thread, self.written, self.races = per_thread, written, races
 
     @property
     def shape(self) -> list[int]:
@@ -145,6 +139,7 @@ class Checker:
         self.threads = threads
         self.sites: list[str] = []
         self.buffers: dict[ir.Value, Buffer] = {}
+        self._recorder_name: str | None = None
         # tile level: site -> (its lowest never-written index read, how many such reads) this block
         self._unwritten_reads: dict[int, tuple[ir.Value, ir.Value]] = {}
         loc = function.location
@@ -160,26 +155,20 @@ class Checker:
         """Register on-chip buffer `value` (a heap buffer at the function entry): it gets its
         never-written shadow, and race shadows when it is shared and races are checked."""
         loc = value.owner.location
+        if not self.threads and math.prod(value.type.shape) >= 1 << _WRITTEN_BIT:
+            raise diag.error(value.owner, f"the CPU backend checks on-chip buffers of fewer than 2**{_WRITTEN_BIT} "
+                                          f"elements; '{name}' has {math.prod(value.type.shape)}")
         written = buffers.allocate_at_entry(self.function, ir.MemRefType.get(list(value.type.shape), _i8()), loc)
-        shadows = None
+        races = None
         if kind == "shared" and self.check_races:
-            size = math.prod(value.type.shape)
-            shadows = tuple(self._race_shadow(size, loc) for _ in range(2))
-        self.buffers[value] = Buffer(kind, name, value, per_thread, written, shadows)
-
-    def _race_shadow(self, size: int, loc: ir.Location) -> ir.Value:
-        shadow = buffers.allocate_at_entry(self.function, ir.MemRefType.get([size], _i64()), loc)
-        with loc, ir.InsertionPoint.after(shadow.owner):
-            minus_one = b.constant(_i64(), -1)
-            with b.loop_nest([size]) as (i,):
-                memref.store(minus_one, shadow, [i])
-        return shadow
+            races = RaceShadows(self.function, math.prod(value.type.shape), loc)
+        self.buffers[value] = Buffer(kind, name, value, per_thread, written, races)
 
     # -- block-level events ------------------------------------------------------------
     def start_block(self, block_linear: ir.Value) -> None:
         """At a block's start: a new epoch, the block's number, every element unwritten."""
         self.next_epoch()
-        memref.store(_as_i64(block_linear), self.state, [b.index(1)])
+        memref.store(as_i64(block_linear), self.state, [b.index(1)])
         zero = b.constant(_i8(), 0)
         for buffer in self.buffers.values():
             if buffer.written is not None:
@@ -199,20 +188,21 @@ class Checker:
     def record(self, site: int, thread: ir.Value | None, other: ir.Value, index: ir.Value, weak: bool = False,
                times: ir.Value | None = None) -> None:
         """Count an error (`times` of them); describe it if it is the first, or the first was weak
-        and it is not."""
-        count = memref.load(self.status, [b.index(0)])
-        describe = arith.cmpi(b.CMPI.eq, count, b.constant(_i64(), 0))
-        if not weak:
-            first_weak = arith.cmpi(b.CMPI.ne, memref.load(self.status, [b.index(6)]), b.constant(_i64(), 0))
-            describe = arith.ori(describe, first_weak)
-        with b.if_then(describe):
-            block = memref.load(self.state, [b.index(1)])
-            thread_word = b.constant(_i64(), 0) if thread is None else _as_i64(thread)
-            words = [b.constant(_i64(), site), thread_word, _as_i64(other), block, _as_i64(index),
-                     b.constant(_i64(), int(weak))]
-            for slot, word in enumerate(words, start=1):
-                memref.store(word, self.status, [b.index(slot)])
-        memref.store(arith.addi(count, times or b.constant(_i64(), 1)), self.status, [b.index(0)])
+        and it is not. A call of the function's one out-of-line recorder: inline, the dozens of sites
+        made LLVM's work (and the CPU tests) much slower."""
+        words = [b.constant(_i64(), site), b.constant(_i64(), 0) if thread is None else as_i64(thread),
+                 as_i64(other), as_i64(index), b.constant(_i64(), int(weak)), times or b.constant(_i64(), 1)]
+        func.CallOp([], self._recorder(), [self.status, self.state, *words])
+
+    def _recorder(self) -> ir.FlatSymbolRefAttr:
+        if self._recorder_name is None:
+            self._recorder_name = _build_recorder(self.function, self.status.type, self.state.type)
+        return ir.FlatSymbolRefAttr.get(self._recorder_name)
+
+    @staticmethod
+    def where(op: ir.Operation):
+        """The Python file:line:col of `op` (its MLIR location without one)."""
+        return diag.source_location(op) or op.location
 
     def _who(self) -> str:
         return "thread {thread} of block {block}" if self.threads else "block {block}"
@@ -227,9 +217,9 @@ class Checker:
             return
         indices = list(op.operands[1:] if op.name.endswith("load") else op.operands[2:])
         checked = indices[1:] if buffer.per_thread else indices
-        width = _vector_width(op)
+        width = vector_width(op)
         with op.location, ir.InsertionPoint(op):
-            inside, dim, bad_index = _bounds(ref, indices, buffer.per_thread, width)
+            inside, dim, bad_index = bounds(ref, indices, buffer.per_thread, width)
         if op.name.endswith("load"):
             self._guard_load(op, buffer, inside, dim, bad_index, tid, indices, width)
         else:
@@ -247,15 +237,15 @@ class Checker:
         (the runtime checks the base; the vectorizer must prove the offset)."""
         alignment = ir.IntegerAttr(op.attributes["alignment"]).value
         element_bytes = max(1, b.bitwidth(buffer.value.type.element_type) // 8)
-        offset = _linear_dynamic(buffer.value, indices)
+        offset = linear_dynamic(buffer.value, indices)
         misplaced = arith.remui(arith.muli(offset, b.index(element_bytes)), b.index(alignment))
         with b.if_then(arith.cmpi(b.CMPI.ne, misplaced, b.index(0))):
-            template = (f"misaligned vector access of {buffer.described()} at {_at(op)}: {self._who()} "
+            template = (f"misaligned vector access of {buffer.described()} at {self.where(op)}: {self._who()} "
                         f"accessed element {{index}}, {{other}} bytes past a {alignment}-byte boundary")
             self.record(self.site(template), tid, misplaced, offset)
 
     def _where(self, op: ir.Operation, buffer: Buffer, access: str) -> str:
-        return (f"out-of-range {access} of {buffer.described()} at {_at(op)}: {self._who()} used index {{index}} "
+        return (f"out-of-range {access} of {buffer.described()} at {self.where(op)}: {self._who()} used index {{index}} "
                 "on dim {other}")
 
     def _guard_load(self, op, buffer, inside, dim, bad_index, tid, indices, width) -> None:
@@ -275,11 +265,11 @@ class Checker:
             result.replace_all_uses_except(guard.results[0], then_yield.operation)
             then_point = ir.InsertionPoint(then_yield)
         with op.location, then_point:
-            for lane in range(width):
+            for number in range(width):
                 if buffer.written is not None:
-                    self._check_written(op, buffer, _lane(indices, lane), tid)
-                if buffer.shadows is not None:
-                    self._check_read(op, buffer, _linear(buffer.value, indices, lane), tid)
+                    self._check_written(op, buffer, lane(indices, number), tid)
+                if buffer.races is not None:
+                    buffer.races.check_read(self, op, buffer, linear(buffer.value, indices, number), tid)
 
     def _guard_store(self, op, buffer, inside, dim, bad_index, tid, indices, checked, width) -> None:
         with op.location, ir.InsertionPoint(op):
@@ -295,13 +285,13 @@ class Checker:
                     scf.YieldOp([])
                 then_point = ir.InsertionPoint(then_yield)
             with then_point:
-                for lane in range(width):
-                    if buffer.shadows is not None:
-                        new = op.operands[0] if width == 1 and not _is_vector(op) else \
-                            vector.extract(op.operands[0], [], [lane])
-                        self._check_write(op, buffer, checked, lane, new, tid)
+                for number in range(width):
+                    if buffer.races is not None:
+                        new = op.operands[0] if width == 1 and not is_vector(op) else \
+                            vector.extract(op.operands[0], [], [number])
+                        buffer.races.check_write(self, op, buffer, checked, number, new, tid)
                     if buffer.written is not None:
-                        memref.store(b.constant(_i8(), 1), buffer.written, _lane(indices, lane))
+                        memref.store(b.constant(_i8(), 1), buffer.written, lane(indices, number))
         if inside is not None:
             op.move_before(then_yield)
 
@@ -310,21 +300,25 @@ class Checker:
         shape one thread, or the block, sees). At tile level without a branch: the site's lowest
         such index is kept (a min the loop vectorizer can reduce) and recorded when the block ends."""
         written = memref.load(buffer.written, indices)
-        element = _as_i64(_linear(buffer.value, indices[1:] if buffer.per_thread else indices, 0, buffer.shape))
         site = self.site(self._never_written(op, buffer))
         if self.threads:
             with b.if_then(arith.cmpi(b.CMPI.eq, written, b.constant(_i8(), 0))):
+                element = linear(buffer.value, indices[1:] if buffer.per_thread else indices, 0, buffer.shape)
                 self.record(site, tid, b.index(0), element, weak=True)
             return
         if site not in self._unwritten_reads:
             self._unwritten_reads[site] = (self._slot(op.location, _NONE), self._slot(op.location, 0))
         lowest_slot, count_slot = self._unwritten_reads[site]
         # the element's index, past 2**_WRITTEN_BIT if its byte is set, and 1 for an unwritten one:
-        # arithmetic, not selects, so that LLVM sees plain integer min and add reductions
-        was_written = arith.extui(_i64(), written)
-        candidate = arith.addi(element, arith.shli(was_written, b.constant(_i64(), _WRITTEN_BIT)))
+        # arithmetic, not selects, so that LLVM sees plain integer min and add reductions (in i32:
+        # on-chip buffers hold fewer than 2**_WRITTEN_BIT elements)
+        i32 = _i32()
+        element = arith.index_cast(i32, linear(buffer.value, indices[1:] if buffer.per_thread else indices, 0,
+                                               buffer.shape))
+        was_written = arith.extui(i32, written)
+        candidate = arith.addi(element, arith.shli(was_written, b.constant(i32, _WRITTEN_BIT)))
         memref.store(arith.minsi(memref.load(lowest_slot, [b.index(0)]), candidate), lowest_slot, [b.index(0)])
-        unwritten = arith.subi(b.constant(_i64(), 1), was_written)
+        unwritten = arith.subi(b.constant(i32, 1), was_written)
         memref.store(arith.addi(memref.load(count_slot, [b.index(0)]), unwritten), count_slot, [b.index(0)])
 
     def _never_written(self, op, buffer: Buffer) -> str:
@@ -335,15 +329,15 @@ class Checker:
             nobody = "the thread had not stored to it"
         else:
             nobody = "no thread of the block had stored to it"
-        return (f"read of never-written element {{index:{shape}}} of {buffer.described()} at {_at(op)} "
+        return (f"read of never-written element {{index:{shape}}} of {buffer.described()} at {self.where(op)} "
                 f"by {self._who()}: {nobody}")
 
     def _slot(self, loc: ir.Location, initial: int) -> ir.Value:
-        """An i64 stack slot at the function entry (LLVM keeps it in a register: loops reduce into it)."""
+        """An i32 stack slot at the function entry (LLVM keeps it in a register: loops reduce into it)."""
         entry = self.function.regions[0].blocks[0]
         with loc, ir.InsertionPoint.at_block_begin(entry):
-            slot = memref.alloca(ir.MemRefType.get([1], _i64()), [], [])
-            memref.store(b.constant(_i64(), initial), slot, [b.index(0)])
+            slot = memref.alloca(ir.MemRefType.get([1], _i32()), [], [])
+            memref.store(b.constant(_i32(), initial), slot, [b.index(0)])
         return slot
 
     def end_block(self) -> None:
@@ -351,180 +345,37 @@ class Checker:
         such index, and how many), and start the next block's from none."""
         for site, (lowest_slot, count_slot) in self._unwritten_reads.items():
             count = memref.load(count_slot, [b.index(0)])
-            with b.if_then(arith.cmpi(b.CMPI.ne, count, b.constant(_i64(), 0))):
-                lowest = memref.load(lowest_slot, [b.index(0)])
-                self.record(site, None, b.index(0), lowest, weak=True, times=count)
-            memref.store(b.constant(_i64(), _NONE), lowest_slot, [b.index(0)])
-            memref.store(b.constant(_i64(), 0), count_slot, [b.index(0)])
-
-    def _check_read(self, op, buffer, element, tid) -> None:
-        writes, reads = buffer.shadows
-        epoch, me = self._epoch_and_me(tid)
-        writer = memref.load(writes, [element])
-        with b.if_then(_other_in_epoch(writer, epoch, tid)):
-            self.record(self.site(self._race(op, buffer, "reads", "wrote it")), tid, _thread_of(writer), element)
-        reader = memref.load(reads, [element])
-        several = b.constant(_i64(), SEVERAL)
-        marks = arith.select(_other_in_epoch(reader, epoch, tid), arith.ori(_epoch_base(epoch), several), me)
-        memref.store(marks, reads, [element])
-
-    def _check_write(self, op, buffer, indices, lane, new, tid) -> None:
-        writes, reads = buffer.shadows
-        element = _linear(buffer.value, indices, lane)
-        old = memref.load(buffer.value, _lane(indices, lane))
-        differs = arith.xori(_same_bits(old, new), b.constant(ir.IntegerType.get_signless(1), 1))
-        epoch, me = self._epoch_and_me(tid)
-        writer = memref.load(writes, [element])
-        with b.if_then(arith.andi(_other_in_epoch(writer, epoch, tid), differs)):
-            self.record(self.site(self._race(op, buffer, "writes", "wrote a different value to it")), tid,
-                        _thread_of(writer), element)
-        reader = memref.load(reads, [element])
-        with b.if_then(arith.andi(_other_in_epoch(reader, epoch, tid), differs)):
-            self.record(self.site(self._race(op, buffer, "overwrites", "read it")), tid, _thread_of(reader), element)
-        memref.store(me, writes, [element])
-
-    def _epoch_and_me(self, tid):
-        epoch = memref.load(self.state, [b.index(0)])
-        return epoch, arith.ori(_epoch_base(epoch), _as_i64(tid))
-
-    def _race(self, op, buffer, action: str, earlier: str) -> str:
-        return (f"data race on shared buffer '{buffer.name}' element {{index}} in block {{block}}: thread {{thread}} "
-                f"{action} it at {_at(op)}, but {{other_thread}} {earlier} since the last gpu.barrier "
-                "(a missing gpu.barrier?)")
+            with b.if_then(arith.cmpi(b.CMPI.ne, count, b.constant(_i32(), 0))):
+                lowest = arith.extsi(_i64(), memref.load(lowest_slot, [b.index(0)]))
+                self.record(site, None, b.index(0), lowest, weak=True, times=arith.extsi(_i64(), count))
+            memref.store(b.constant(_i32(), _NONE), lowest_slot, [b.index(0)])
+            memref.store(b.constant(_i32(), 0), count_slot, [b.index(0)])
 
 
-def _at(op: ir.Operation):
-    return diag.source_location(op) or op.location
-
-
-def _is_vector(op: ir.Operation) -> bool:
-    return op.name.startswith("vector.")
-
-
-def _vector_width(op: ir.Operation) -> int:
-    if not _is_vector(op):
-        return 1
-    type_ = op.results[0].type if op.name == "vector.load" else op.operands[0].type
-    if type_.rank != 1:
-        raise diag.error(op, f"cannot simulate {op.name} of a {type_}: only 1-D vectors are supported")
-    return type_.shape[0]
-
-
-def _lane(indices: list[ir.Value], lane: int) -> list[ir.Value]:
-    """The indices of lane `lane` of a vector access at `indices` (lanes run along the last dim)."""
-    if lane == 0 or not indices:
-        return indices
-    return indices[:-1] + [arith.addi(indices[-1], b.index(lane))]
-
-
-def _bounds(ref: ir.Value, indices: list[ir.Value], per_thread: bool, width: int):
-    """(all in range, first bad dim, its index) of an access of `width` elements along the last dim;
-    dims whose index is in range by construction (`static_range`) are not checked, and when no
-    dim is left all three are None."""
-    first = 1 if per_thread else 0
-    oks, dims, values = [], [], []
-    for d in range(first, len(indices)):
-        idx = indices[d]
-        lanes = width if d == len(indices) - 1 else 1
-        extent = ref.type.shape[d]
-        known = static_range(idx)
-        if extent != ir.ShapedType.get_dynamic_size() and known and known[0] >= 0 and known[1] + lanes <= extent:
-            continue
-        size = b.memref_dim(ref, d)
-        if lanes > 1:
-            size = arith.subi(size, b.index(lanes - 1))
-        oks.append(b.index_in_range(idx, size))
-        dims.append(d - first)
-        values.append(idx)
-    if not oks:
-        return None, None, None
-    dim, value = b.index(dims[-1]), values[-1]
-    for ok, d, v in reversed(list(zip(oks, dims, values))[:-1]):
-        dim = arith.select(ok, dim, b.index(d))
-        value = arith.select(ok, value, v)
-    return b.all_true(oks), dim, value
-
-
-def static_range(value: ir.Value, depth: int = 8) -> tuple[int, int] | None:
-    """[lo, hi] of index `value` where the IR alone bounds it: constants, induction variables of
-    `scf.for` loops with constant bounds and step, and +, -, * and non-negative % of those."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        loop = owner.owner
-        if loop.name != "scf.for" or value != owner.arguments[0]:
-            return None
-        bounds = [_constant(v) for v in list(loop.operands)[:3]]
-        if None in bounds or bounds[2] <= 0 or bounds[1] <= bounds[0]:
-            return None
-        lower, upper, step = bounds
-        return lower, lower + (upper - 1 - lower) // step * step
-    if depth == 0:
-        return None
-    if owner.name == "arith.constant":
-        number = _constant(value)
-        return None if number is None else (number, number)
-    ranges = [static_range(operand, depth - 1) for operand in owner.operands]
-    if not ranges or None in ranges:
-        return None
-    if owner.name == "arith.addi":
-        return ranges[0][0] + ranges[1][0], ranges[0][1] + ranges[1][1]
-    if owner.name == "arith.subi":
-        return ranges[0][0] - ranges[1][1], ranges[0][1] - ranges[1][0]
-    if owner.name == "arith.muli":
-        products = [x * y for x in ranges[0] for y in ranges[1]]
-        return min(products), max(products)
-    if owner.name in ("arith.remsi", "arith.remui") and ranges[0][0] >= 0 and ranges[1][0] > 0:
-        return 0, min(ranges[0][1], ranges[1][1] - 1)
-    return None
-
-
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant" or not isinstance(value.type, ir.IndexType):
-        return None
-    return ir.IntegerAttr(owner.attributes["value"]).value
-
-
-def _linear(ref: ir.Value, indices: list[ir.Value], lane: int, shape: list[int] | None = None) -> ir.Value:
-    """Row-major element offset of `indices` (+ `lane` along the last dim) in static `shape`
-    (default: `ref`'s)."""
-    shape = list(ref.type.shape) if shape is None else shape
-    linear = b.index(lane)
-    stride = 1
-    for d in range(len(shape) - 1, -1, -1):
-        linear = arith.addi(linear, arith.muli(indices[d], b.index(stride)))
-        stride *= shape[d]
-    return linear
-
-
-def _linear_dynamic(ref: ir.Value, indices: list[ir.Value]) -> ir.Value:
-    """Row-major element offset of `indices` in `ref` (dims read at run time where dynamic)."""
-    linear, stride = b.index(0), b.index(1)
-    for d in range(len(indices) - 1, -1, -1):
-        linear = arith.addi(linear, arith.muli(indices[d], stride))
-        stride = arith.muli(stride, b.memref_dim(ref, d))
-    return linear
-
-
-def _epoch_base(epoch: ir.Value) -> ir.Value:
-    return arith.shli(epoch, b.constant(_i64(), _SHIFT))
-
-
-def _thread_of(mark: ir.Value) -> ir.Value:
-    return arith.andi(mark, b.constant(_i64(), (1 << _SHIFT) - 1))
-
-
-def _other_in_epoch(mark: ir.Value, epoch: ir.Value, tid: ir.Value) -> ir.Value:
-    same_epoch = arith.cmpi(b.CMPI.eq, arith.shrsi(mark, b.constant(_i64(), _SHIFT)), epoch)
-    other = arith.cmpi(b.CMPI.ne, _thread_of(mark), _as_i64(tid))
-    return arith.andi(same_epoch, other)
-
-
-def _same_bits(a: ir.Value, c: ir.Value) -> ir.Value:
-    if isinstance(a.type, ir.FloatType):
-        int_type = ir.IntegerType.get_signless(a.type.width)
-        a, c = arith.bitcast(int_type, a), arith.bitcast(int_type, c)
-    return arith.cmpi(b.CMPI.eq, a, c)
+def _build_recorder(function: ir.Operation, status_type: ir.Type, state_type: ir.Type) -> str:
+    """`func.func private @<function>__record_error(status, state, site, thread, other, index, weak, times)`
+    before `function`, kept out of line (`llvm.noinline`): the status words' update of `Checker.record`."""
+    name = f"{ir.StringAttr(function.attributes['sym_name']).value}__record_error"
+    i64 = _i64()
+    with function.location, ir.InsertionPoint(function):
+        recorder = func.FuncOp(name, ([status_type, state_type] + [i64] * 6, []), visibility="private")
+        recorder.attributes["llvm.noinline"] = ir.UnitAttr.get()
+    entry = recorder.add_entry_block()
+    status, state, site, thread, other, index, weak, times = entry.arguments
+    with function.location, ir.InsertionPoint(entry):
+        count = memref.load(status, [b.index(0)])
+        zero = b.constant(i64, 0)
+        first = arith.cmpi(b.CMPI.eq, count, zero)
+        # a strong error replaces a weak first one
+        replaces = arith.andi(arith.cmpi(b.CMPI.eq, weak, zero),
+                              arith.cmpi(b.CMPI.ne, memref.load(status, [b.index(6)]), zero))
+        with b.if_then(arith.ori(first, replaces)):
+            block = memref.load(state, [b.index(1)])
+            for slot, word in enumerate([site, thread, other, block, index, weak], start=1):
+                memref.store(word, status, [b.index(slot)])
+        memref.store(arith.addi(count, times), status, [b.index(0)])
+        func.ReturnOp([])
+    return name
 
 
 def _fallback(op: ir.Operation, type_: ir.Type, padded: bool) -> ir.Value:

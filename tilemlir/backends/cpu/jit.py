@@ -4,7 +4,8 @@
 see `fuse-fma`; narrow-float arithmetic widened to f32 and narrow-float
 casts expanded, see `expand-narrow-floats`), and keeps the loops with a
 float max or min out of LLVM's loop vectorizer, whose width choice aborts
-on them (`tilemlir.backends.cpu.loop_hints`);
+on them (`tilemlir.backends.cpu.loop_hints`), and functions marked
+`llvm.noinline` out of line;
 `JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
 for the host CPU and JIT-compiles it with MCJIT.
 
@@ -76,6 +77,7 @@ def to_llvm_ir(module: ir.Module) -> str:
         cpu_expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
+        _keep_out_of_line(module)
         loop_hints.keep_min_max_loops_scalar(module)
         _opaque_float_constants(module)
         return translate_module_to_llvmir(module.operation)
@@ -147,6 +149,14 @@ def _check_fully_lowered(module: ir.Module) -> None:
     module.operation.walk(visit)
     if leftovers:
         raise CompileError(f"CPU backend: cannot lower {', '.join(leftovers)} to LLVM")
+
+
+def _keep_out_of_line(module: ir.Module) -> None:
+    """Functions marked `llvm.noinline` (the run-time checks' recorder) get LLVM's `noinline`."""
+    for op in module.body.operations:
+        if op.name == "llvm.func" and "llvm.noinline" in op.attributes:
+            del op.attributes["llvm.noinline"]
+            op.attributes["no_inline"] = ir.UnitAttr.get()
 
 
 def _opaque_float_constants(module: ir.Module) -> None:

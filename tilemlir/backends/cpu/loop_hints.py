@@ -30,23 +30,31 @@ MIN_MAX_OPS = frozenset({"llvm.intr.maxnum", "llvm.intr.minnum"})
 
 def keep_min_max_loops_scalar(module: ir.Module) -> None:
     """Mark the loops of every `llvm.func` in `module` whose body has a `MIN_MAX_OPS` op."""
-    disabled = ir.Attribute.parse("#llvm.loop_annotation<vectorize = <width = 1 : i32>, interleave = <count = 1 : i32>>")
+    scalar = ir.Attribute.parse("#llvm.loop_annotation<vectorize = <width = 1 : i32>, interleave = <count = 1 : i32>>")
     for function in module.body.operations:
         if function.name != "llvm.func" or not len(function.regions[0].blocks):
             continue
         blocks = list(function.regions[0].blocks)
-        for latch, header in back_edges(blocks):
-            if any(op.name in MIN_MAX_OPS for block in loop_body(blocks, latch, header) for op in block.operations):
-                _terminator(latch).attributes["loop_annotation"] = disabled
+        successors = {block: list(block.operations[-1].successors) for block in blocks}
+        min_max = {block for block in blocks if any(op.name in MIN_MAX_OPS for op in block.operations)}
+        if not min_max:
+            continue
+        predecessors: dict[ir.Block, list[ir.Block]] = {block: [] for block in blocks}
+        for block in blocks:
+            for successor in successors[block]:
+                predecessors[successor].append(block)
+        for latch, header in back_edges(blocks[0], successors):
+            if loop_body(predecessors, latch, header) & min_max:
+                latch.operations[-1].attributes["loop_annotation"] = scalar
 
 
-def back_edges(blocks: list[ir.Block]) -> list[tuple[ir.Block, ir.Block]]:
-    """(latch, header) of each branch from a block to one on its depth-first path from the entry."""
-    on_path, done, found = {blocks[0]}, set(), []
-    stack = [(blocks[0], iter(_terminator(blocks[0]).successors))]
+def back_edges(entry: ir.Block, successors: dict[ir.Block, list[ir.Block]]) -> list[tuple[ir.Block, ir.Block]]:
+    """(latch, header) of each branch from a block to one on its depth-first path from `entry`."""
+    on_path, done, found = {entry}, set(), []
+    stack = [(entry, iter(successors[entry]))]
     while stack:
-        block, successors = stack[-1]
-        successor = next(successors, None)
+        block, pending = stack[-1]
+        successor = next(pending, None)
         if successor is None:
             stack.pop()
             on_path.discard(block)
@@ -55,17 +63,13 @@ def back_edges(blocks: list[ir.Block]) -> list[tuple[ir.Block, ir.Block]]:
             found.append((block, successor))
         elif successor not in done:
             on_path.add(successor)
-            stack.append((successor, iter(_terminator(successor).successors)))
+            stack.append((successor, iter(successors[successor])))
     return found
 
 
-def loop_body(blocks: list[ir.Block], latch: ir.Block, header: ir.Block) -> set[ir.Block]:
+def loop_body(predecessors: dict[ir.Block, list[ir.Block]], latch: ir.Block, header: ir.Block) -> set[ir.Block]:
     """The natural loop of back edge latch -> header: the header and every block reaching the
     latch without passing through it."""
-    predecessors: dict[ir.Block, list[ir.Block]] = {block: [] for block in blocks}
-    for block in blocks:
-        for successor in _terminator(block).successors:
-            predecessors[successor].append(block)
     body, work = {header, latch}, [latch]
     while work:
         for predecessor in predecessors[work.pop()]:
@@ -73,7 +77,3 @@ def loop_body(blocks: list[ir.Block], latch: ir.Block, header: ir.Block) -> set[
                 body.add(predecessor)
                 work.append(predecessor)
     return body
-
-
-def _terminator(block: ir.Block) -> ir.Operation:
-    return list(block.operations)[-1].operation
