@@ -1,5 +1,7 @@
 """The runtime signature the CPU backend derives when it is given none."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,43 @@ def test_cpu_kernel_rejects_an_output_sharing_memory_with_an_input():
     kernel(x[:100], x[:100], out)  # A and B (only read) may be the same memory
     np.testing.assert_allclose(out.astype(np.float64), 2 * a.astype(np.float64), rtol=1e-6)
     assert np.array_equal(x[:100], a)
+
+
+def test_cpu_kernel_rejects_byte_swapped_arrays():
+    """The CPU backend reads arrays in place: a big-endian float32 would be computed as garbage."""
+    kernel = tilemlir.compile(add_into.instantiate(), target="cpu")
+    a = np.arange(70, dtype=np.float32)
+    for name, args in (("A", (a.astype(">f4"), a, np.empty_like(a))), ("C", (a, a, np.empty(70, ">f4")))):
+        with pytest.raises(LaunchError) as info:
+            kernel(*args)
+        assert str(info.value) == (f"argument {name!r}: a big-endian float32 array (typestr '>f4'); the CPU backend "
+                                   f"reads {sys.byteorder}-endian data in place: convert it first, e.g. "
+                                   "x.astype(x.dtype.newbyteorder('='))")
+    out = np.empty_like(a)
+    kernel(a.astype(">f4").astype(np.float32), a, out)
+    assert np.array_equal(out, 2 * a)
+
+
+def read_only_outputs(tmp_path):
+    mapped = tmp_path / "out.bin"
+    mapped.write_bytes(b"\x00" * 280)
+    frozen = np.zeros(70, np.float32)
+    frozen.flags.writeable = False
+    yield "bytes", np.frombuffer(b"\x00" * 280, np.float32)
+    yield "read-only mmap", np.memmap(mapped, np.float32, mode="r")
+    yield "writeable=False", frozen
+
+
+def test_cpu_kernel_rejects_read_only_arrays_it_writes_and_reads_read_only_inputs(tmp_path):
+    kernel = tilemlir.compile(add_into.instantiate(), target="cpu")
+    a = np.random.default_rng().standard_normal(70).astype(np.float32)
+    for what, out in read_only_outputs(tmp_path):
+        with pytest.raises(LaunchError) as info:
+            kernel(a, a, out)
+        assert str(info.value) == ("argument 'C': the kernel writes this array, but it is read-only (bytes, a "
+                                   "read-only mmap, writeable=False): pass a writable array, e.g. np.array(x)"), what
+        assert not out.any(), what
+    read_only = np.frombuffer(a.tobytes(), np.float32)
+    out = np.full(70, np.nan, np.float32)
+    kernel(read_only, read_only, out)
+    assert np.array_equal(out, 2 * a)

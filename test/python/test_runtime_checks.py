@@ -2,6 +2,7 @@
 
 import ctypes
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -359,6 +360,18 @@ def test_describe_host_for_the_cpu_backend():
     with pytest.raises(LaunchError, match="expected a C-contiguous array"):
         ArgumentBinder(sig).bind([desc], HOST)
     assert ArgumentBinder(sig).bind([describe_host(np.ones((5, 6), np.float16))], HOST) == [5]
+
+
+def test_describe_host_rejects_byte_swapped_and_read_only_arrays():
+    swapped = np.zeros(4, ml_dtypes.bfloat16).view(np.dtype(ml_dtypes.bfloat16).newbyteorder(">"))
+    with pytest.raises(LaunchError, match=r"argument 'X': a big-endian bfloat16 array \(typestr '>V2'\)"):
+        describe_host(swapped, "X")
+    assert describe_host(np.zeros(4, ">i1"), "X").dtype == "int8"  # one byte: no byte order
+    frozen = np.zeros(4, np.float32)
+    frozen.flags.writeable = False
+    assert describe_host(frozen, "X").dtype == "float32"  # only read: fine
+    with pytest.raises(LaunchError, match="argument 'X': the kernel writes this array, but it is read-only"):
+        describe_host(frozen, "X", written=True)
 
 
 def test_param_packer_writes_each_kernel_parameter():

@@ -85,6 +85,7 @@ _PASS_MODULES: list[str] = [
     "tilemlir.passes.eliminate_guards",
     "tilemlir.passes.vectorize",
     "tilemlir.passes.cpu_expand_narrow_floats",
+    "tilemlir.passes.cpu_fuse_fma",
     "tilemlir.passes.cpu_lower_tile_to_loops",
     "tilemlir.passes.cpu_simulate_threads",
     "tilemlir.passes.lower_gemm_simt",

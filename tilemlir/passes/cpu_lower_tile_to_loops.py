@@ -15,16 +15,23 @@ backend JIT-compiles:
   are dropped; this holds for element code's `memref.load/store` too;
 - `tile.assume` is dropped (the runtime checks it at launch);
 - on-chip buffers become heap buffers allocated once at the function entry
-  and poisoned at the start of every block (`backends/cpu/buffers.py`).
+  and poisoned at the start of every block (`backends/cpu/buffers.py`);
+- every access to an on-chip buffer (element code and the tile ops' loops)
+  is checked at run time (`backends/cpu/checks.py`): an index out of the
+  buffer, and a read of an element the block has not stored to, are
+  errors (the access does not happen); the function gets a trailing
+  `memref<8xi64>` status argument and a `tile.sim_sites` attribute
+  describing its errors.
 """
 
 from __future__ import annotations
 
 from tilemlir.analysis.padding import PAD_ATTR, padding_attr
-from tilemlir.backends.cpu import buffers, tile_ops
+from tilemlir.backends.cpu import buffers, checks, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
-from tilemlir.mlir import ir
+from tilemlir.mlir import arith, ir
 from tilemlir.passes import diag, register_pass
 
 _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
@@ -32,12 +39,18 @@ _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
 
 @register_pass("lower-tile-to-loops", "tile-level IR -> upstream scf/memref/arith loops (CPU reference semantics)")
 def run(module: ir.Operation, options) -> None:
-    with module.location:  # types built below need a location for their diagnostics
-        for kernel in ops_named(module, "tile.kernel"):
-            _lower_kernel(kernel)
+    by_function: dict[ir.Operation, list[ir.Operation]] = {}
+    for kernel in ops_named(module, "tile.kernel"):
+        by_function.setdefault(buffers.enclosing_function(kernel), []).append(kernel)
+    for function, kernels in by_function.items():
+        with function.location:  # types built below need a location for their diagnostics
+            checker = checks.Checker(function, checks.add_status_argument(function), threads=False)
+            for kernel in kernels:
+                _lower_kernel(kernel, checker)
+            function.attributes[checks.SITES_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in checker.sites])
 
 
-def _lower_kernel(kernel: ir.Operation) -> None:
+def _lower_kernel(kernel: ir.Operation, checker: checks.Checker) -> None:
     function = buffers.enclosing_function(kernel)
     _record_padding(kernel)
     element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
@@ -47,13 +60,15 @@ def _lower_kernel(kernel: ir.Operation) -> None:
         tile_ops.LOWERINGS[op.name](op)
     for op in element_accesses:
         _guard_element_access(op)
-    on_chip = _hoist_buffers(function, kernel)
+    on_chip = _hoist_buffers(function, kernel, checker)
     for op in ops_named(kernel, "tile.parallel"):
         b.inline_into_loop_nest(op, list(op.operands))
     for op in ops_named(kernel, "tile.pipelined"):
         lower, upper, step = op.operands
         b.inline_into_loop_nest(op, [upper], [lower], [step])
-    _lower_grid(kernel, on_chip)
+    for op in ops_named(kernel, "memref.load", "memref.store"):
+        checker.instrument(op)
+    _lower_grid(kernel, on_chip, checker)
     buffers.erase_memory_spaces(function)
 
 
@@ -96,20 +111,32 @@ def _guard_element_access(op: ir.Operation) -> None:
     op.erase()
 
 
-def _hoist_buffers(function: ir.Operation, kernel: ir.Operation) -> list[ir.Value]:
+def _hoist_buffers(function: ir.Operation, kernel: ir.Operation, checker: checks.Checker) -> list[ir.Value]:
     hoisted = []
     for op in ops_named(kernel, *_ALLOCS):
         name = ir.StringAttr(op.attributes["name"]).value if "name" in op.attributes else None
-        buffer = buffers.allocate_at_entry(function, op.results[0].type, op.location, name)
+        type_ = op.results[0].type
+        buffer = buffers.allocate_at_entry(function, type_, op.location, name)
         op.results[0].replace_all_uses_with(buffer)
         op.erase()
+        checker.add_on_chip(memory_space(type_), name or "unnamed", buffer)
         hoisted.append(buffer)
     return hoisted
 
 
-def _lower_grid(kernel: ir.Operation, on_chip: list[ir.Value]) -> None:
-    with kernel.location, ir.InsertionPoint.at_block_begin(kernel.regions[0].blocks[0]):
+def _lower_grid(kernel: ir.Operation, on_chip: list[ir.Value], checker: checks.Checker) -> None:
+    """The kernel body as a loop nest over the grid; each block starts with poisoned buffers."""
+    body = kernel.regions[0].blocks[0]
+    grid = list(kernel.operands)
+    with kernel.location, ir.InsertionPoint.at_block_begin(body):
         for buffer in on_chip:
             buffers.poison(buffer)
-    b.inline_into_loop_nest(kernel, list(kernel.operands))
+        linear, stride = b.index(0), b.index(1)
+        for block_index, extent in zip(body.arguments, grid):
+            linear = arith.addi(linear, arith.muli(block_index, stride))
+            stride = arith.muli(stride, extent)
+        checker.start_block(linear)
+    with kernel.location, ir.InsertionPoint(body.operations[-1]):
+        checker.end_block()
+    b.inline_into_loop_nest(kernel, grid)
 

@@ -11,13 +11,15 @@ CPU backend JIT-compiles:
   across a split are kept per thread, shuffles read their partner lane's
   copy, "local" buffers get one copy per thread (`simulate/values.py`);
 - shared and local buffers are heap buffers poisoned at each block start;
-- every global, shared and local access is bounds-checked and every shared
-  access race-checked at run time (`simulate/checks.py`); the function gets
-  a trailing `memref<8xi64>` status argument and a `tile.sim_sites`
-  attribute describing its errors (`check-races=false` leaves the race
-  checks out). With `out-of-range=pad`, out-of-range
-  global loads read their `tile.pad` (0 without one) and out-of-range
-  global stores are dropped, as guards would do, instead of being errors.
+- every global, shared and local access is bounds-checked, every shared
+  and local read checked to read an element written since the block
+  started, and every shared access race-checked at run time
+  (`backends/cpu/checks.py`); the function gets a trailing `memref<8xi64>`
+  status argument and a `tile.sim_sites` attribute describing its errors
+  (`check-races=false` leaves the race checks out). With
+  `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
+  without one) and out-of-range global stores are dropped, as guards would
+  do, instead of being errors.
 
 Constructs it cannot simulate (barriers under thread-dependent conditions,
 thread-dependent bounds of a loop holding a barrier, nvgpu ops, ...) are a
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
-from tilemlir.backends.cpu.simulate import checks, phases, uniformity, values
+from tilemlir.backends.cpu import checks
+from tilemlir.backends.cpu.simulate import phases, uniformity, values
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
@@ -69,17 +72,12 @@ def run(module: ir.Operation, options: SimulateOptions) -> None:
 
 
 def _checker(function: ir.Operation, options: SimulateOptions) -> checks.Checker:
-    entry = function.regions[0].blocks[0]
-    status_type = ir.MemRefType.get([checks.STATUS_WORDS], ir.IntegerType.get_signless(64))
-    status = entry.add_argument(status_type, function.location)
-    func_type = ir.TypeAttr(function.attributes["function_type"]).value
-    function.attributes["function_type"] = ir.TypeAttr.get(
-        ir.FunctionType.get([*func_type.inputs, status_type], func_type.results))
+    status = checks.add_status_argument(function)
     checker = checks.Checker(function, status, options.out_of_range == "pad", options.check_races)
     names = _arg_names(function)
-    for arg, name in zip(entry.arguments, names):
-        if isinstance(arg.type, ir.MemRefType):
-            checker.add("global", name, arg)
+    for arg, name in zip(function.regions[0].blocks[0].arguments, names):
+        if isinstance(arg.type, ir.MemRefType) and arg != status:
+            checker.add_global(name, arg)
     return checker
 
 
@@ -169,13 +167,13 @@ def _hoist_buffers(launch, function, checker, n_threads):
             buffer = buffers.allocate_at_entry(function, type_, op.location, name)
             op.results[0].replace_all_uses_with(buffer)
             op.erase()
-            checker.add_shared(name, buffer)
+            checker.add_on_chip("shared", name, buffer)
         else:
             per_thread = ir.MemRefType.get([n_threads, *type_.shape], type_.element_type)
             buffer = buffers.allocate_at_entry(function, per_thread, op.location, name)
             op.move_before(launch)
             locals_.append((op.results[0], buffer))
-            checker.add("local", name, buffer)
+            checker.add_on_chip("local", name, buffer, per_thread=True)
         on_chip.append(buffer)
     return on_chip, locals_
 

@@ -8,8 +8,10 @@ attributes (fast, and torch's array interface refuses bfloat16), then
 (JAX and others), parsed from the capsule with ctypes. Host arrays (numpy,
 CPU tensors) get an error that points at the CPU backend.
 
-`describe_host(array)` does the same for host arrays (numpy, through
-`__array_interface__`), for the CPU backend.
+`describe_host(array, name, written)` does the same for host arrays (numpy,
+through `__array_interface__`), for the CPU backend, which reads their bytes
+in place: a byte-swapped (big-endian) array, and a read-only one (bytes,
+a read-only mmap, `writeable=False`) the kernel writes, are `LaunchError`s.
 """
 
 from __future__ import annotations
@@ -50,21 +52,36 @@ def describe(obj: Any, name: str, pointer_device: PointerDevice | None = None, d
                       f"__cuda_array_interface__ or __dlpack__), got {type(obj).__name__}")
 
 
-def describe_host(obj: Any, name: str = "array") -> ArrayDesc:
+def describe_host(obj: Any, name: str = "array", written: bool = False) -> ArrayDesc:
     """The description of a host array with `__array_interface__` (numpy),
     device HOST. Numpy's dtype names decide the dtype, so ml_dtypes'
-    bfloat16 / float8 arrays are recognized too."""
+    bfloat16 / float8 arrays are recognized too. `written`: the kernel
+    stores into the array, so it must be writable."""
     interface = getattr(obj, "__array_interface__", None)
     if interface is None:
         raise LaunchError(f"argument {name!r}: expected a host array (numpy), got {type(obj).__name__}")
     dtype_name = getattr(getattr(obj, "dtype", None), "name", None)
     desc = describe_interface(interface, name, None, device=HOST)
+    _check_host_bytes(interface, dtype_name or desc.dtype, name, written)
     if dtype_name is not None:
         dtype_name = NUMPY_ALIASES.get(dtype_name, dtype_name)
         if dtype_name in DTYPES:
             desc = desc._replace(dtype=dtype_name)
             desc = desc._replace(strides=_byte_strides(interface.get("strides"), DTYPES[dtype_name].itemsize, name))
     return desc
+
+
+def _check_host_bytes(interface: dict[str, Any], dtype_name: str, name: str, written: bool) -> None:
+    typestr = str(interface.get("typestr", ""))
+    native = "<" if sys.byteorder == "little" else ">"
+    if typestr[:1] in "<>" and typestr[:1] != native and typestr[2:] not in ("", "1"):
+        order = "big" if typestr[0] == ">" else "little"
+        raise LaunchError(f"argument {name!r}: a {order}-endian {dtype_name} array (typestr {typestr!r}); the CPU "
+                          f"backend reads {sys.byteorder}-endian data in place: convert it first, e.g. "
+                          f"x.astype(x.dtype.newbyteorder('='))")
+    if written and bool(interface["data"][1]):
+        raise LaunchError(f"argument {name!r}: the kernel writes this array, but it is read-only (bytes, a "
+                          "read-only mmap, writeable=False): pass a writable array, e.g. np.array(x)")
 
 
 def _cuda_array_interface(obj: Any) -> dict[str, Any] | None:

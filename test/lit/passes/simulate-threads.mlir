@@ -9,16 +9,23 @@
 // CHECK-LABEL: func.func @k(
 // CHECK-SAME: %[[X:.+]]: memref<?xf32>, %[[Y:.+]]: memref<?xf32>, %[[STATUS:.+]]: memref<8xi64>)
 // CHECK-SAME: tile.sim_sites = ["out-of-range read of global tensor 'X' at
+// CHECK-SAME: "read of never-written element {index:2} of local buffer 'regs' (2) at {{[^"]+}}: the thread had not stored to it"
+// CHECK-SAME: "read of never-written element {index:64} of shared buffer 'sh' (64) at {{[^"]+}}: no thread of the block had stored to it"
 // Values live across the shuffle and the barrier get per-thread arrays; the local
-// buffer gets one copy per thread; the shared one is a plain buffer.
+// buffer gets one copy per thread; the shared one is a plain buffer. Each has a
+// never-written byte per element (per thread for the local one).
+// CHECK-DAG: %[[SH_W:.+]] = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK-DAG: %[[REGS_W:.+]] = memref.alloc() {alignment = 64 : i64} : memref<64x2xi8>
 // CHECK-DAG: %[[I_ACROSS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<64xindex>
 // CHECK-DAG: %[[V_ACROSS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<64xf32>
 // CHECK-DAG: %[[SH:.+]] = memref.alloc() {alignment = 64 : i64, name = "sh"} : memref<64xf32>
 // CHECK-DAG: %[[REGS:.+]] = memref.alloc() {alignment = 64 : i64, name = "regs"} : memref<64x2xf32>
 // CHECK: scf.for %[[BX:.+]] = %c0 to %{{.+}} step %c1 {
-// Block start: buffers poisoned, a new barrier interval.
+// Block start: buffers poisoned, a new barrier interval, nothing written.
 // CHECK: memref.store %cst, %[[REGS]]
 // CHECK: memref.store %cst, %[[SH]]
+// CHECK: memref.store %c0_i8, %[[REGS_W]]
+// CHECK: memref.store %c0_i8, %[[SH_W]]
 // Phase 1 (up to the shuffle): the global read is bounds-checked; the value the
 // shuffle exchanges is stored per thread.
 // CHECK: scf.for %[[T1:.+]] = %c0 to %c64 step %c1 {
@@ -26,9 +33,10 @@
 // CHECK: %[[V:.+]] = scf.if %{{.+}} -> (f32) {
 // CHECK-NEXT: memref.load %[[X]][%[[I]]]
 // CHECK: } else {
-// CHECK: memref.store %{{.+}}, %[[STATUS]]
+// CHECK: func.call @k__record_error(%[[STATUS]]
 // CHECK: memref.store %[[V]], %[[V_ACROSS]][%[[T1]]]
-// CHECK: memref.store %[[V]], %[[REGS]][%[[T1]], %c0]
+// CHECK: memref.store %c1_i8, %[[REGS_W]][%[[T1]], %c0]
+// CHECK-NEXT: memref.store %[[V]], %[[REGS]][%[[T1]], %c0]
 // CHECK: } {tile.sim_thread_loop}
 // Phase 2 (the shuffle up to the barrier): xor partner lane, own value when invalid.
 // CHECK: scf.for %[[T2:.+]] = %c0 to %c64 step %c1 {
@@ -41,9 +49,11 @@
 // CHECK: } {tile.sim_thread_loop}
 // The barrier: the next barrier interval.
 // CHECK: arith.addi %{{.+}}, %c1_i64 : i64
-// Phase 3: per-thread copies read back.
+// Phase 3: per-thread copies read back, each checked to have been written.
 // CHECK: scf.for %[[T3:.+]] = %c0 to %c64 step %c1 {
 // CHECK: memref.load %[[REGS]][%[[T3]], %c0]
+// CHECK-NEXT: %[[WRITTEN:.+]] = memref.load %[[REGS_W]][%[[T3]], %c0]
+// CHECK-NEXT: arith.cmpi eq, %[[WRITTEN]], %c0_i8 : i8
 // CHECK: memref.load %[[I_ACROSS]][%[[T3]]]
 // CHECK: } {tile.sim_thread_loop}
 

@@ -5,10 +5,12 @@
     kernel = build(module, signature, level="thread")  # thread-level IR: checks the GPU lowering
     y = kernel(x, w, 1e-6)                             # numpy arrays; ml_dtypes for bf16 / fp8
 
-- `level="tile"` runs `lower-tile-to-loops` (tile IR -> upstream loops).
+- `level="tile"` runs `lower-tile-to-loops` (tile IR -> upstream loops,
+  every on-chip access bounds-checked and checked to read a written element).
 - `level="thread"` runs `simulate-threads` (gpu.launch -> loops over
-  blocks and threads, split at barriers and shuffles, with run-time race
-  and bounds checks; a failed check raises `SimulationError`).
+  blocks and threads, split at barriers and shuffles, with run-time race,
+  bounds and never-written-read checks).
+- A failed run-time check raises `SimulationError` (`backends/cpu/checks.py`).
 - Then `tilemlir.backends.cpu.jit`: upstream conversion to LLVM,
   `translate_module_to_llvmir`, llvmlite O2 + MCJIT, and a call through
   memref descriptors (`tilemlir.backends.cpu.native`).

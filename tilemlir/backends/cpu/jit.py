@@ -1,7 +1,11 @@
 """Loop-level MLIR (scf/memref/arith/math/vector, no memory spaces) -> LLVM IR -> machine code.
 
-`to_llvm_ir` runs the upstream conversions (narrow-float arithmetic widened
-to f32 and narrow-float casts expanded first, see `expand-narrow-floats`);
+`to_llvm_ir` runs the upstream conversions (`math.fma` rounded once first,
+see `fuse-fma`; narrow-float arithmetic widened to f32 and narrow-float
+casts expanded, see `expand-narrow-floats`), and keeps the loops with a
+float max or min out of LLVM's loop vectorizer, whose width choice aborts
+on them (`tilemlir.backends.cpu.loop_hints`), and functions marked
+`llvm.noinline` out of line;
 `JitModule` optimizes the LLVM IR with llvmlite's new pass manager at O2
 for the host CPU and JIT-compiles it with MCJIT.
 
@@ -27,6 +31,7 @@ import llvmlite.binding as llvm
 import ml_dtypes
 import numpy as np
 
+from tilemlir.backends.cpu import loop_hints
 from tilemlir.backends.cpu.ir_builders import CMPF, constant
 from tilemlir.errors import CompileError
 from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, memref, translate_module_to_llvmir
@@ -62,15 +67,18 @@ _initialized = False
 
 def to_llvm_ir(module: ir.Module) -> str:
     """Lower `module` (in place) to the LLVM dialect and translate it to LLVM IR text."""
-    from tilemlir.passes import cpu_expand_narrow_floats
+    from tilemlir.passes import cpu_expand_narrow_floats, cpu_fuse_fma
 
     with module.context:
+        cpu_fuse_fma.run(module.operation, None)
         _run(module, _BEFORE_CASTS)
         _expand_isinf(module)
         _scalarize_bool_vectors(module)
         cpu_expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
+        _keep_out_of_line(module)
+        loop_hints.keep_min_max_loops_scalar(module)
         _opaque_float_constants(module)
         return translate_module_to_llvmir(module.operation)
 
@@ -141,6 +149,14 @@ def _check_fully_lowered(module: ir.Module) -> None:
     module.operation.walk(visit)
     if leftovers:
         raise CompileError(f"CPU backend: cannot lower {', '.join(leftovers)} to LLVM")
+
+
+def _keep_out_of_line(module: ir.Module) -> None:
+    """Functions marked `llvm.noinline` (the run-time checks' recorder) get LLVM's `noinline`."""
+    for op in module.body.operations:
+        if op.name == "llvm.func" and "llvm.noinline" in op.attributes:
+            del op.attributes["llvm.noinline"]
+            op.attributes["no_inline"] = ir.UnitAttr.get()
 
 
 def _opaque_float_constants(module: ir.Module) -> None:

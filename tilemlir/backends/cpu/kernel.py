@@ -5,7 +5,8 @@
 
 A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
 `LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
-alignment, scalar ranges, `T.assume` facts), allocates the `out_idx`
+alignment, scalar ranges, `T.assume` facts) and `describe_host` (no
+byte-swapped arrays, no read-only arrays the kernel writes), allocates the `out_idx`
 outputs (filled with NaN, or the lowest signed / highest unsigned integer,
 so unwritten elements show), runs the JIT-compiled function and returns the outputs (one array,
 a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
@@ -19,7 +20,7 @@ import numpy as np
 from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
                                              written_params)
-from tilemlir.backends.cpu.simulate.checks import SITES_ATTR, STATUS_WORDS, describe_status
+from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.errors import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
@@ -39,8 +40,10 @@ NUMPY_DTYPES = {
 
 
 class SimulationError(TilemlirError):
-    """A thread-level program misbehaved in the CPU simulation (a data race on shared
-    memory, an out-of-range access): the GPU lowering that produced it is wrong."""
+    """A kernel misbehaved in a CPU run, which stopped the access: an on-chip index out of its
+    buffer or a read of an on-chip element never written (either level: a bug in the kernel,
+    or at thread level in the GPU lowering), a data race on shared memory, an out-of-range
+    global access or a misaligned vector access (thread level: the GPU lowering is wrong)."""
 
 
 def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None = None, level: str = "tile",
@@ -127,7 +130,7 @@ class CpuKernel:
         binder = self._binder
         binder.check_count(args)
         params = self.signature.params
-        values = [describe_host(a, params[i].name) if isinstance(params[i], TensorParam) else a
+        values = [describe_host(a, params[i].name, params[i].written) if isinstance(params[i], TensorParam) else a
                   for i, a in zip(self._inputs, args)]
         env = binder.bind(values, HOST)
         outputs = {index: _poisoned(shape, params[index].dtype) for index, shape in binder.output_shapes(env)}

@@ -3,8 +3,10 @@
 Each `lower_*` builds the op's meaning out of scf/memref/arith/math right
 before the op and erases it. A side with no memory space is a global
 tensor: its accesses are bounds-checked (out-of-range reads give the read's
-`tile.pad` attribute, or 0; out-of-range writes are dropped). On-chip
-accesses are not checked. Run these before memory spaces are erased.
+`tile.pad` attribute, or 0; out-of-range writes are dropped, and a copy
+does not read what it would have written there). On-chip accesses are
+left to `lower-tile-to-loops`' run-time checks. Run these before memory
+spaces are erased.
 """
 
 from __future__ import annotations
@@ -71,14 +73,24 @@ def _shape_attr(op: ir.Operation) -> list[int]:
 
 
 def lower_copy(op: ir.Operation) -> None:
+    """dst[box] = src[box]; where dst is global, an element whose store is dropped is not read."""
     src, dst, *offsets = op.operands
     box = _shape_attr(op)
     src_offsets, dst_offsets = offsets[: src.type.rank], offsets[src.type.rank :]
     loc, ip = _built_at(op)
     with loc, ip, b.loop_nest(box) as ivs:
-        value = read(op, src, _side_indices(src_offsets, ivs))
-        value = b.convert(value, dst.type.element_type, is_unsigned(src), is_unsigned(dst))
-        write(value, dst, _side_indices(dst_offsets, ivs))
+        dst_indices = _side_indices(dst_offsets, ivs)
+
+        def copy_element() -> None:
+            value = read(op, src, _side_indices(src_offsets, ivs))
+            value = b.convert(value, dst.type.element_type, is_unsigned(src), is_unsigned(dst))
+            memref.store(value, dst, dst_indices)
+
+        if is_global(dst):
+            with b.if_then(b.in_bounds(dst, dst_indices)):
+                copy_element()
+        else:
+            copy_element()
     op.erase()
 
 
