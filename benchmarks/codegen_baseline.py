@@ -167,8 +167,9 @@ def measure(build: Build, with_sass: bool = True) -> Measured:
 def ir_metrics(final_ir: str) -> dict[str, Any]:
     """Global accesses by width in bytes and guards of a module's final-stage IR text."""
     from tilemlir.analysis.accesses import global_accesses
-    from tilemlir.mlir import ir, make_context
-    from tilemlir.passes.guards import guards_in
+    from tilemlir.context import make_context
+    from tilemlir.mlir import ir
+    from tilemlir.rewriting.guards import guards_in
 
     module = ir.Module.parse(final_ir, make_context())
     loads: Counter = Counter()
@@ -459,7 +460,7 @@ def _load_for_update(args: argparse.Namespace, tools: dict[str, str]) -> dict[st
 
 
 def measure_all(builds: list[Build], with_sass: bool, sources: Path | None) -> dict[str, dict]:
-    from tilemlir.errors import CompileError
+    from tilemlir.diagnostics import CompileError
 
     measured = {}
     for build in builds:

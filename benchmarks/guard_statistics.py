@@ -29,7 +29,7 @@ COLUMNS = [("insert-guards", "guards-inserted"), ("eliminate-guards", "guards-pr
 
 
 def statistics(kernel_fn) -> dict:
-    from tilemlir.passes.runner import PipelineReport, run_pipeline
+    from tilemlir.pass_infra.runner import PipelineReport, run_pipeline
     from tilemlir.pipeline import passes_until
 
     module = kernel_fn.frontend().module()

@@ -70,7 +70,7 @@ def _sweep(args: argparse.Namespace) -> tuple[list, list[Variant]]:
 def build(cases: list, variants: list[Variant]) -> int:
     from benchmarks.build_artifacts import REGISTRY, factory_for
     from benchmarks.ours import artifact_dir
-    from tilemlir.errors import CompileError
+    from tilemlir.diagnostics import CompileError
 
     for variant in variants:
         built = 0

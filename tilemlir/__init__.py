@@ -6,7 +6,7 @@ fast on machines without the bindings; the compiler API loads on first use.
 
 from __future__ import annotations
 
-from tilemlir.errors import CompileError, LaunchError, TilemlirError
+from tilemlir.diagnostics import CompileError, LaunchError, TilemlirError
 
 __version__ = "0.1.0"
 

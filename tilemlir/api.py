@@ -15,7 +15,7 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from tilemlir.errors import CompileError, SourceLocation
+from tilemlir.diagnostics import CompileError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
 
 FRONTEND = "frontend"
@@ -73,7 +73,8 @@ class FrontendResult:
 
     def module(self):
         """A fresh `ir.Module` parsed from the text, in a new context (later stages may rewrite it)."""
-        from tilemlir.mlir import ir, make_context
+        from tilemlir.context import make_context
+        from tilemlir.mlir import ir
 
         return ir.Module.parse(self.located_text, make_context())
 

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilemlir.errors import ConfigError
+from tilemlir.diagnostics import ConfigError
 
 
 @dataclass(frozen=True)

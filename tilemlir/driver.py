@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from tilemlir import config
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.passes.runner import run_pipeline
+from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
 
 log = logging.getLogger("tilemlir.driver")

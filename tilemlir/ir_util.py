@@ -1,13 +1,64 @@
-"""Small read-only helpers over the MLIR Python bindings shared by the analyses, passes and emitters."""
+"""Read-only helpers over the MLIR Python bindings: one spelling each, for the dialect and everything above it.
+
+None of them changes the IR. The bindings hand out an op either as an
+`ir.Operation` or as its `OpView` (what `block.operations` yields);
+`operation` gives the `ir.Operation` of either, and every helper here that
+returns an op returns an `ir.Operation`.
+"""
 
 from __future__ import annotations
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import ir
 
 
 def operation(op) -> ir.Operation:
     return op.operation if isinstance(op, ir.OpView) else op
+
+
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op producing `value`, or None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else operation(owner)
+
+
+def constant_int(value: ir.Value) -> int | None:
+    """The integer a value is defined to be by an `arith.constant` of integer or index type (not i1's
+    `true`/`false`, which are bool attributes), else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return attr.value if isinstance(attr, ir.IntegerAttr) else None
+
+
+def enclosing(op: ir.Operation, name: str, *, stop: str | None = None) -> ir.Operation | None:
+    """The nearest op named `name` that `op` is nested in, or None. With `stop`, the search
+    ends (None) at the first enclosing op named `stop`: `enclosing(op, "tile.parallel",
+    stop="tile.kernel")` finds a parallel loop of `op`'s own kernel only."""
+    parent = op.parent
+    while parent is not None and parent.name != stop:
+        if parent.name == name:
+            return operation(parent)
+        parent = parent.parent
+    return None
+
+
+def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    """Whether `op` is `ancestor` or nested in it."""
+    node = op
+    while node is not None:
+        if node == ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def root_of(op: ir.Operation) -> ir.Operation:
+    """The outermost op `op` is nested in (the module), or `op` itself."""
+    while op.parent is not None:
+        op = op.parent
+    return op
 
 
 def walk_ops(op: ir.Operation):

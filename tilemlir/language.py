@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from tilemlir.errors import CompileError, SourceLocation
+from tilemlir.diagnostics import CompileError, SourceLocation
 
 _PyBool = type(True)  # this module rebinds `bool` to the dtype T.bool
 

@@ -80,7 +80,6 @@ def _function_source(fn) -> str:
 
 def _describe(value: Any, depth: int = 0) -> Any:
     """A JSON-able description that changes whenever `value` could change the generated kernel."""
-    from tilemlir.api import JitFunction
     from tilemlir.language import DType, Symbolic
 
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -98,8 +97,8 @@ def _describe(value: Any, depth: int = 0) -> Any:
         return ["module", value.__name__, _file_stamp(getattr(value, "__file__", None))]
     if type(value).__module__ == "tilemlir.language":  # T.Layout and other language objects
         return ["language", type(value).__qualname__, _describe(vars(value), depth)]
-    if isinstance(value, JitFunction):
-        value = value.fn
+    if type(value).__module__ == "tilemlir.api" and type(value).__name__ == "JitFunction":
+        value = value.fn  # a @tilemlir.jit function, by its Python function (the api imports this module)
     if isinstance(value, types.FunctionType):
         if depth > 2:
             raise Uncacheable(f"{value.__name__} nests too deep")

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
 _TOLERANCES = {

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 from example_cases import INDEX_WIDTH_CASES_BY_NAME, kernel_for  # noqa: E402
 from test_examples_gpu import with_caller_outputs  # noqa: E402
 
-from tilemlir.errors import LaunchError  # noqa: E402
+from tilemlir.diagnostics import LaunchError
 
 PAST_2_31 = 2**31 + 4099  # not a multiple of any tile: the last block is partial
 

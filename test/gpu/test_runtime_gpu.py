@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
-from tilemlir.errors import LaunchError  # noqa: E402
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import KernelSignature, ScalarParam, TensorParam, build, load  # noqa: E402
 
 RMSNORM = r"""#include <cuda_bf16.h>

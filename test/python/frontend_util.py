@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tilemlir
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 HEADER = "import tilemlir\nimport tilemlir.language as T\n\nM = T.symbolic('M')\nN = T.symbolic('N')\n"
 MARK = "@@"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import simt
-from tilemlir.mlir import ir, make_context
-from tilemlir.passes import load_passes
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.registry import load_passes
 
 THREAD_PIPELINE = ("infer-layouts", "lower-tile-ops", "partition-threads")
 

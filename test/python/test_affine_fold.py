@@ -9,7 +9,8 @@ import z3
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.analysis.index_terms import affine_term
 from tilemlir.analysis.layouts import eval_affine
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 
 @pytest.fixture(autouse=True)

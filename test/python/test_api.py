@@ -10,8 +10,9 @@ import pytest
 
 import tilemlir
 from frontend_util import load_module
-from tilemlir.errors import CompileError
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError
+from tilemlir.mlir import ir
 
 KERNELS = """
     calls = []

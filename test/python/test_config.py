@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tilemlir import config
-from tilemlir.errors import ConfigError
+from tilemlir.diagnostics import ConfigError
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from tilemlir.backends.cpu import SimulateOptions, build
-from tilemlir.errors import CompileError
-from tilemlir.passes.runner import run_pipeline
+from tilemlir.diagnostics import CompileError
+from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import passes_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

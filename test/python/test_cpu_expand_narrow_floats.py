@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from tilemlir.backends.cpu.native import NativeFunction
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 NUMPY = {
     "f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,

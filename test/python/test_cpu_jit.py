@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from tilemlir.backends.cpu.native import NativeFunction
-from tilemlir.errors import CompileError
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError
+from tilemlir.mlir import ir
 
 
 def native(text: str, name: str = "f") -> NativeFunction:

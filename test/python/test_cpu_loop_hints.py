@@ -11,7 +11,8 @@ import numpy as np
 import tilemlir
 import tilemlir.language as T
 from tilemlir.backends.cpu.loop_hints import keep_min_max_loops_scalar
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 SWEEP = os.path.join(os.path.dirname(__file__), "cpu_width_sweep.py")
 SCALAR = '#llvm.loop_annotation<vectorize = <width = 1 : i32>, interleave = <count = 1 : i32>>'

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from tilemlir.backends.cpu import build
-from tilemlir.errors import CompileError, LaunchError
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError, LaunchError
+from tilemlir.mlir import ir
 
 BF16, E4M3, E5M2 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
 NUMPY = {"f16": np.float16, "bf16": BF16, "f32": np.float32, "f64": np.float64, "f8E4M3FN": E4M3,
@@ -394,7 +395,7 @@ def test_gemm_reads_the_ring_slots_its_indices_select(rng):
 
 def test_ring_gemm_through_lower_gemm_simt_at_thread_level(rng):
     """The thread pipeline (lower-gemm-simt reads the selected slots) run in the CPU thread simulation."""
-    from tilemlir.passes.runner import run_pipeline
+    from tilemlir.pass_infra.runner import run_pipeline
     from tilemlir.pipeline import passes_until
 
     a, b, c = ring_gemm_inputs(rng)

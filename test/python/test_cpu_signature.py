@@ -9,9 +9,10 @@ import tilemlir
 import tilemlir.language as T
 from tilemlir.backends.cpu import build
 from tilemlir.backends.cpu.signature import signature_from_info, signature_from_ir, written_params
-from tilemlir.errors import CompileError, LaunchError
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError, LaunchError
 from tilemlir.frontend.info import KernelInfo, ParamInfo, SymbolInfo
-from tilemlir.mlir import ir, make_context
+from tilemlir.mlir import ir
 
 KERNEL = """
 func.func @k(%X: memref<?x64xi8>, %s: f32, %Y: memref<?x64xf32>) attributes {tile.entry,

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from tilemlir.backends.cpu import SimulateOptions, SimulationError, build
-from tilemlir.errors import CompileError
-from tilemlir.mlir import arith, ir, make_context
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError
+from tilemlir.mlir import arith, ir
 
 NO_RACE_CHECKS = SimulateOptions(check_races=False)
 
@@ -591,7 +592,7 @@ def _ops(root, name):
 
 
 def test_dropped_barrier_after_partition_threads_is_caught():
-    from tilemlir.passes.runner import run_pipeline
+    from tilemlir.pass_infra.runner import run_pipeline
 
     module, frontend = _example_frontend("softmax", N=2048, block_M=2, block_N=1024)
     right, broken = frontend.module(), frontend.module()
@@ -634,7 +635,7 @@ def _misplace_fragment_loads(ir_module, flip: int) -> int:
 def test_fragment_loaded_with_another_layout_gives_wrong_numbers():
     """rmsnorm's 4x1024 fragment: a row per 32 threads. If the copy into it follows a thread map
     with rows swapped pairwise (thread t reads what thread t ^ 32 should), the run disagrees."""
-    from tilemlir.passes.runner import run_pipeline
+    from tilemlir.pass_infra.runner import run_pipeline
 
     module, frontend = _example_frontend("rmsnorm", N=1024, block_M=4, threads=128)
     results = []

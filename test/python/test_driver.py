@@ -6,7 +6,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 n = T.symbolic("n")
 

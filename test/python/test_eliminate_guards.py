@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 
 from tilemlir.analysis.prover import clear_cache
-from tilemlir.errors import CompileError
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.passes import eliminate_guards
-from tilemlir.passes.guards import guards_in, inline_then
-from tilemlir.passes.runner import run_pipeline
+from tilemlir.rewriting.guards import guards_in, inline_then
 
 KERNEL = """
 func.func @rows(%X: memref<?x4096xf32>, %Y: memref<?xf32>)

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError
 from tilemlir.emit_cuda import emit
 from tilemlir.emit_cuda.scalar import float32_literal
-from tilemlir.errors import CompileError
-from tilemlir.mlir import ir, make_context
+from tilemlir.mlir import ir
 from tilemlir.runtime.expr import Expr
 
 LIT_DIR = Path(__file__).resolve().parents[1] / "lit" / "emit_cuda"

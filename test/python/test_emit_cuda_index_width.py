@@ -16,11 +16,12 @@ from test_emit_cuda import emit_text, emitted_cuda, kernel_module
 
 import tilemlir
 import tilemlir.language as T
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError, LaunchError
 from tilemlir.emit_cuda.index_width import symbol_bounds
 from tilemlir.emit_cuda.kernel import find_kernel
-from tilemlir.errors import CompileError, LaunchError
 from tilemlir.kernels import elementwise
-from tilemlir.mlir import ir, make_context
+from tilemlir.mlir import ir
 from tilemlir.runtime.checks import ArgumentBinder, ArrayDesc
 
 INT32_MAX = 2**31 - 1

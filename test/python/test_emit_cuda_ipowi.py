@@ -17,8 +17,8 @@ from test_emit_cuda import body_of, compiles, elementwise_module, emit_text, emi
 
 import tilemlir
 import tilemlir.language as T
+from tilemlir.diagnostics import CompileError
 from tilemlir.emit_cuda.prelude import HELPERS
-from tilemlir.errors import CompileError
 
 WIDTHS = (8, 16, 32, 64)
 SIGNED = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}

@@ -13,7 +13,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import native
 from tilemlir.runtime.checks import ArgumentBinder
 from tilemlir.runtime.expr import Expr

@@ -11,7 +11,8 @@ import pytest
 
 import tilemlir
 from frontend_util import frontend_error, load_module, message
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 HEADER = "import tilemlir\nimport tilemlir.language as T\n\nM = T.symbolic('M')\nN = T.symbolic('N')\n"
 

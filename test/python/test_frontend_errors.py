@@ -8,7 +8,7 @@ import pytest
 
 import tilemlir
 from frontend_util import frontend_error, load_module, message
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 # ----------------------------------------------------------------------------
 # Unsupported Python syntax

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SOURCES = sorted(p for p in EXAMPLES.glob("*.py") if p.stem != "harness")

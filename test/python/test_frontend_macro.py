@@ -9,7 +9,7 @@ import pytest
 
 import tilemlir
 from frontend_util import HEADER, frontend_error, load_module, lower, marked, message
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 ROWS = """
 @T.macro

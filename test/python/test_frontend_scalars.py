@@ -20,10 +20,11 @@ import tilemlir
 from frontend_util import frontend_error, load_module, message
 from tilemlir import language as T
 from tilemlir.backends.cpu.jit import JitModule, to_llvm_ir
+from tilemlir.context import make_context
 from tilemlir.frontend import scalars
 from tilemlir.frontend.types import INDEX, mlir_type
 from tilemlir.frontend.values import Scalar
-from tilemlir.mlir import func, ir, make_context
+from tilemlir.mlir import func, ir
 
 _CTYPES = {"int32": ctypes.c_int32, "index": ctypes.c_int64, "uint8": ctypes.c_uint8, "int8": ctypes.c_int8,
            "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool, "int64": ctypes.c_int64}

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from thread_level_interpreter import Interpreter, Tensor
-from tilemlir.mlir import ir, make_context
-from tilemlir.passes.runner import run_pipeline
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.runner import run_pipeline
 
 PIPELINE = "insert-guards,eliminate-guards,vectorize"
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

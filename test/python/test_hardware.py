@@ -15,7 +15,7 @@ import pytest
 import tilemlir
 from frontend_util import frontend_error, load_module, marked, message
 from tilemlir import hardware
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 
 def compile_error(directory: Path, source: str, **options) -> CompileError:

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from tilemlir.analysis.intervals import UNKNOWN, Intervals, value_range
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 
 def ranges(body: str, known=None) -> dict[str, tuple]:

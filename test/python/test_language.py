@@ -142,7 +142,7 @@ def test_a_malformed_tensor_annotation_is_located_where_python_evaluates_it(tmp_
     """Python evaluates a kernel's annotations when it runs the `def`, before the frontend: the error is a
     CompileError (and a ValueError, as before) at the annotation's file:line:col, not a bare traceback."""
     from frontend_util import load_module, marked
-    from tilemlir.errors import CompileError
+    from tilemlir.diagnostics import CompileError
 
     source = f"""
         @tilemlir.jit

@@ -17,8 +17,9 @@ from tilemlir.analysis.layouts import (
     tiled_layout,
     to_attr,
 )
+from tilemlir.context import make_context
 from tilemlir.dialects.tile import layout_parts, make_layout
-from tilemlir.mlir import ir, make_context
+from tilemlir.mlir import ir
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.passes.runner import run_pipeline
+from tilemlir.pass_infra.runner import run_pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

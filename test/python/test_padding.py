@@ -5,7 +5,8 @@ import math
 import pytest
 
 from tilemlir.analysis.padding import padding_attr, padding_value
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 X_TYPE = "memref<?x1024xbf16>"
 FRAG = 'memref<4x1024xf32, "fragment">'

@@ -7,7 +7,7 @@ import pytest
 import partition_support as ps
 import tilemlir
 import tilemlir.language as T
-from tilemlir.analysis.layout_ir import walk_ops
+from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import ir
 
 ALLOWED_DIALECTS = {"scf", "arith", "math", "memref", "vector", "gpu", "func"}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tilemlir.passes.pipeline_text import PipelineSyntaxError, parse_options, split_pipeline
+from tilemlir.pass_infra.pipeline_text import PipelineSyntaxError, parse_options, split_pipeline
 
 
 def summary(text):

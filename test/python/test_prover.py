@@ -15,7 +15,8 @@ import z3
 import tilemlir
 from tilemlir.analysis.prover import Prover, Verdict, clear_cache, solve
 from tilemlir.config import DEFAULT_PROVER_RLIMIT
-from tilemlir.mlir import ir, make_context
+from tilemlir.context import make_context
+from tilemlir.mlir import ir
 
 HEADER = """
 func.func @k(%X: memref<?x?xf32>, %Y: memref<?x64xf32>, %n: i32)

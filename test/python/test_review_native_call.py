@@ -6,7 +6,7 @@ import weakref
 
 import pytest
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.checks import ArgumentBinder
 from tilemlir.runtime.fastpath import SLOW
 from tilemlir.runtime.kernel import stream_handle

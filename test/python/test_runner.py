@@ -4,11 +4,12 @@ import io
 
 import pytest
 
-from tilemlir.errors import CompileError, SourceLocation
-from tilemlir.mlir import ir, make_context
-from tilemlir.passes import diag, lookup
-from tilemlir.passes.runner import IRPrinting, PipelineReport, build_stages, run_pipeline
-from tilemlir.passes.test_diagnostics import TestDiagnosticsOptions as DiagnosticsOptions
+from tilemlir.context import make_context
+from tilemlir.diagnostics import CompileError, SourceLocation, reporting as diag
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.registry import lookup
+from tilemlir.pass_infra.runner import IRPrinting, PipelineReport, build_stages, run_pipeline
+from tilemlir.passes.testing.diagnostics import TestDiagnosticsOptions as DiagnosticsOptions
 from tilemlir.tools.ir_source import parse_source
 
 SOURCE = """func.func @f() -> i32 attributes {test.statistic = "functions", test.remark = "saw f"} {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.builder import build, load
 from tilemlir.runtime.expr import Expr
 from tilemlir.runtime.host_launcher import host_launcher_source
@@ -101,7 +101,7 @@ def test_host_launcher_declaration_matches_the_kernel():
     """With the pointer types spelled as in the kernel, the launcher's declaration must redeclare the
     very function the kernel defines; extern "C" functions cannot overload, so a different arity or
     scalar type is a compile error (shown with the 32-bit-index declaration)."""
-    from tilemlir.errors import CompileError
+    from tilemlir.diagnostics import CompileError
     from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
 
     def unit(signature):
@@ -124,7 +124,7 @@ def test_a_loaded_kernel_exports_and_tunes_like_a_built_one(kernel, tmp_path):
 
 
 def test_a_kernel_made_by_hand_launches_only(kernel, tmp_path):
-    from tilemlir.errors import TilemlirError
+    from tilemlir.diagnostics import TilemlirError
     from tilemlir.runtime.kernel import CompiledKernel
 
     by_hand = CompiledKernel(SIGNATURE, SOURCE, kernel.cubin, kernel.options)
@@ -174,7 +174,7 @@ def test_load_needs_no_mlir_and_checks_arguments(kernel, tmp_path):
     stdout = run_python(f"""
         import sys
         import tilemlir.runtime as runtime
-        from tilemlir.errors import LaunchError
+        from tilemlir.diagnostics import LaunchError
         kernel = runtime.load({str(out)!r})
         fake = type("Fake", (), {{"__cuda_array_interface__": {{"shape": (4, 128), "typestr": "<f4",
                                                                "data": (1 << 40, False), "version": 3}}}})()
@@ -182,8 +182,8 @@ def test_load_needs_no_mlir_and_checks_arguments(kernel, tmp_path):
             kernel(fake, 2.0)
         except LaunchError as exc:
             print("error:", exc)
-        heavy = [m for m in ("torch_mlir", "tilemlir.mlir", "tilemlir.dialects", "tilemlir.passes",
-                             "tilemlir.frontend", "cuda.bindings.driver") if m in sys.modules]
+        heavy = [m for m in ("torch_mlir", "tilemlir.mlir", "tilemlir.diagnostics.reporting", "tilemlir.dialects",
+                             "tilemlir.passes", "tilemlir.frontend", "cuda.bindings.driver") if m in sys.modules]
         print("heavy:", heavy)
         print("signature:", kernel.signature.name, kernel.arch)
     """)

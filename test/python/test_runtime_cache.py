@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime import cache
 from tilemlir.runtime import builder as builder_module
 from tilemlir.runtime.artifact import Artifact

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.arrays import describe, describe_host
 from tilemlir.runtime.checks import HOST, ArgumentBinder, ArrayDesc
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime.cuda_decl import check_declaration
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 

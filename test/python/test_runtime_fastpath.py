@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import arrays, driver, fastpath, native
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.expr import Expr

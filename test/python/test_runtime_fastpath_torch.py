@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(256) axpy(const float* __restrict__
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("launcher", ["plan", "native", "ctypes"])
 def test_gpu_fast_path_results_streams_and_errors(launcher, monkeypatch, tmp_path):
-    from tilemlir.errors import LaunchError
+    from tilemlir.diagnostics import LaunchError
     from tilemlir.runtime import build
     from tilemlir.runtime.native_call import NativeCall
 

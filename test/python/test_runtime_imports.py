@@ -11,7 +11,7 @@ PACKAGE = "tilemlir.runtime"
 MODULES = sorted(p.stem for p in RUNTIME.glob("*.py") if p.stem != "__init__")
 # what the runtime may import from the rest of tilemlir: nothing that needs MLIR
 # The MLIR-free base modules the runtime may use (none of them imports MLIR or the compiler).
-OUTSIDE = {"tilemlir", "tilemlir.errors", "tilemlir.config", "tilemlir.hardware", "tilemlir.python_ast"}
+OUTSIDE = {"tilemlir", "tilemlir.diagnostics", "tilemlir.config", "tilemlir.hardware", "tilemlir.python_ast"}
 
 
 def _imports(module: str) -> list[tuple[str, bool]]:

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import native
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.expr import Expr, wrap, wrapu

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime.nvrtc import (CompileOptions, compile_cuda, compile_ptx, include_dirs, normalize_arch,
                                     nvrtc_version)
 

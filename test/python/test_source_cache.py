@@ -138,6 +138,22 @@ def test_key_depends_on_closure_values_and_options():
     assert len(keys) == 4
 
 
+def test_a_jit_function_the_kernel_names_is_described_by_its_python_function():
+    def make(scale):
+        @tilemlir.jit
+        def helper(x):
+            return x * scale
+
+        def kernel():
+            return helper
+
+        return kernel
+
+    first, second = (source_cache.kernel_key(make(scale), "cuda", {}, None) for scale in (2.0, 3.0))
+    assert first is not None and second is not None
+    assert first != second  # the helper's closure is part of the key
+
+
 def test_key_depends_on_annotations_evaluated_outside_the_closure():
     import tilemlir.language as T
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tilemlir import testing
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.testing import as_numpy, assert_close, default_tolerances
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
+from tilemlir.context import make_context
 from tilemlir.dialects import tile
-from tilemlir.mlir import MLIRError, arith, func, ir, make_context, memref
+from tilemlir.mlir import MLIRError, arith, func, ir, memref
 
 DYN = ir.ShapedType.get_dynamic_size()
 
@@ -226,12 +227,3 @@ def test_builder_locations_are_kept(ctx):
     with k.inside():
         buf = tile.alloc_shared([4], k.f32, loc=ir.Location.file("kernel.py", 12, 9))
     assert str(buf.location) == 'loc("kernel.py":12:9)'
-
-
-def test_loading_the_dialect_twice_is_harmless():
-    from tilemlir.mlir import load_tile_dialect
-
-    context = make_context()
-    load_tile_dialect(context)
-    load_tile_dialect(context)
-    assert context.is_dialect_loaded("tile")

@@ -17,7 +17,7 @@ from test_emit_cuda import emitted_cuda
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 LEVELS = ("tile", "thread")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
@@ -602,7 +602,7 @@ def test_padding_of_element_code_loads_feeding_an_unsigned_min(dtype, level, rng
 
 
 def test_launch_checks_the_signedness_of_tensors_and_the_range_of_scalars():
-    from tilemlir.errors import LaunchError
+    from tilemlir.diagnostics import LaunchError
 
     convert = cpu(to_float_kernel("uint8"), "tile")
     with pytest.raises(LaunchError, match="argument 'X': expected dtype uint8, got int8"):

@@ -1,6 +1,6 @@
 """The expected-* protocol of --verify-diagnostics, on its own (tile-opt's use is in test/lit/tools)."""
 
-from tilemlir.errors import Diagnostic, SourceLocation
+from tilemlir.diagnostics import Diagnostic, SourceLocation
 from tilemlir.tools.verify_diagnostics import parse_expectations, verify_diagnostics
 
 TEXT = """first plain line

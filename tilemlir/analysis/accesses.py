@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import z3
 
 from tilemlir.analysis.index_terms import IndexTerms
+from tilemlir.ir_util import operation
 from tilemlir.mlir import ir
 
 # op name -> (is a load, position of the memref operand, position of the first index)
@@ -70,7 +71,7 @@ def is_global(memref_type: ir.Type) -> bool:
 
 def global_access(op: ir.Operation) -> GlobalAccess | None:
     """The access `op` makes to global memory, or None."""
-    op = op.operation if isinstance(op, ir.OpView) else op
+    op = operation(op)
     kind = _KINDS.get(op.name)
     if kind is None:
         return None

@@ -34,7 +34,7 @@ import operator
 import z3
 
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
-from tilemlir.dialects.tile import constant_int, enclosing
+from tilemlir.ir_util import constant_int, enclosing, operation
 from tilemlir.mlir import ir
 
 _MAX_DEPTH = 400
@@ -116,7 +116,7 @@ class IndexTerms:
     """Z3 terms for the index values of one function; memoized per value."""
 
     def __init__(self, func: ir.Operation, ctx: z3.Context):
-        self.func = func.operation if isinstance(func, ir.OpView) else func
+        self.func = operation(func)
         self.ctx = ctx
         attrs = self.func.attributes
         self.arg_names = _string_list(attrs["tile.arg_names"]) if "tile.arg_names" in attrs else []
@@ -196,7 +196,7 @@ class IndexTerms:
         owner = value.owner
         if isinstance(owner, ir.Block):
             return self._block_arg(value, owner)
-        op = owner.operation if isinstance(owner, ir.OpView) else owner
+        op = operation(owner)
         handler = _HANDLERS.get(op.name)
         if handler is not None:
             term = handler(self, op, value)
@@ -209,7 +209,7 @@ class IndexTerms:
 
     def _block_arg(self, value: ir.Value, block: ir.Block):
         op = block.owner
-        op = op.operation if isinstance(op, ir.OpView) else op
+        op = operation(op)
         index = value.arg_number
         if op.name == "gpu.launch":
             return self._launch_arg(op, index)

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
-from tilemlir.analysis.index_terms import constant_int, enclosing, launch_sizes
+from tilemlir.analysis.index_terms import launch_sizes
+from tilemlir.ir_util import constant_int, enclosing, operation
 from tilemlir.mlir import ir
 
 Range = tuple  # (lo | None, hi | None)
@@ -143,7 +144,7 @@ class Intervals:
         owner = value.owner
         if isinstance(owner, ir.Block):
             return self._block_arg_range(value, owner, depth)
-        return self._op_range(owner.operation if isinstance(owner, ir.OpView) else owner, value, depth)
+        return self._op_range(operation(owner), value, depth)
 
     def _rng(self, value, depth):
         return self.range(value, depth + 1)
@@ -163,7 +164,7 @@ class Intervals:
 
     def _block_arg_range(self, value, block: ir.Block, depth: int) -> Range:
         op = block.owner
-        op = op.operation if isinstance(op, ir.OpView) else op
+        op = operation(op)
         index = value.arg_number
         if op.name == "gpu.launch":
             sizes = launch_sizes(op)
@@ -273,7 +274,7 @@ def _facts(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, Range]]:
     owner = condition.owner
     if isinstance(owner, ir.Block):
         return []
-    op = owner.operation if isinstance(owner, ir.OpView) else owner
+    op = operation(owner)
     if op.name == "arith.andi" and holds:
         return _facts(op.operands[0], True) + _facts(op.operands[1], True)
     if op.name != "arith.cmpi":

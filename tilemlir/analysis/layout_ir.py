@@ -13,30 +13,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tilemlir.analysis.layouts import LayoutError, TiledLayout, from_attr, to_attr
-from tilemlir.dialects.tile import constant_int, memory_space
-from tilemlir.ir_util import operation, walk_ops
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects.tile import memory_space
+from tilemlir.ir_util import constant_int, defining_op, enclosing, operation
 from tilemlir.mlir import ir
 
 LAYOUT_ATTR = "layout"
 ANNOTATED_ATTR = "tile.annotated_layout"
 
 
-def defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return operation(owner) if isinstance(owner, (ir.Operation, ir.OpView)) else None
-
-
-def enclosing(op: ir.Operation, name: str, stop: str = "func.func") -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None and parent.name != stop:
-        if parent.name == name:
-            return operation(parent)
-        parent = parent.parent
-    return None
-
-
 def kernel_threads(op: ir.Operation) -> int:
-    kernel = op if op.name == "tile.kernel" else enclosing(op, "tile.kernel")
+    kernel = op if op.name == "tile.kernel" else enclosing(op, "tile.kernel", stop="func.func")
     return kernel.attributes["threads"].value
 
 
@@ -97,8 +84,6 @@ def get_layout(op, threads: int | None = None) -> TiledLayout | None:
 
 def checked_layout(op, threads: int | None = None) -> TiledLayout | None:
     """`get_layout`, with an invalid attribute reported as a CompileError located at `op`."""
-    from tilemlir.passes import diag
-
     try:
         return get_layout(op, threads)
     except LayoutError as err:

@@ -40,6 +40,7 @@ import numpy as np
 from tilemlir.analysis.converted_identity import Step, converted_identity
 from tilemlir.analysis.signedness import conversion_op, int_attr, int_range, is_unsigned
 from tilemlir.dialects.tile import memory_space
+from tilemlir.ir_util import enclosing, operation, walk_ops
 from tilemlir.mlir import ir
 
 PAD_ATTR = "tile.pad"
@@ -53,7 +54,7 @@ _LOOPS = ("scf.for", "scf.while", "tile.pipelined")
 
 def padding_value(op) -> float | int:
     """The value an out-of-range element read by `op` reads as (see the module docstring)."""
-    op = _operation(op)
+    op = operation(op)
     read_type = _read_element_type(op)
     read_unsigned = is_unsigned(op.operands[0])
     fed = _fed_reductions(op)
@@ -68,7 +69,7 @@ def padding_value(op) -> float | int:
 
 def padding_attr(op) -> ir.Attribute:
     """`padding_value(op)` as an attribute of the read element type (what `tile.pad` holds)."""
-    op = _operation(op)
+    op = operation(op)
     read_type = _read_element_type(op)
     value = padding_value(op)
     if isinstance(read_type, ir.FloatType):
@@ -109,10 +110,6 @@ def _has_inf(dtype) -> bool:
         return bool(np.isinf(np.array(np.inf, dtype=np.float64).astype(dtype)))
 
 
-def _operation(op) -> ir.Operation:
-    return op.operation if isinstance(op, ir.OpView) else op
-
-
 def _read_element_type(op: ir.Operation) -> ir.Type:
     if op.name == "tile.copy":
         src = op.operands[0].type
@@ -120,17 +117,10 @@ def _read_element_type(op: ir.Operation) -> ir.Type:
             raise ValueError(f"padding_value: tile.copy reads {src}, not a global tensor")
         return src.element_type
     if op.name == "memref.load" and memory_space(op.operands[0].type) is None:
-        if _enclosing_parallel(op) is None:
+        if enclosing(op, "tile.parallel", stop="tile.kernel") is None:
             raise ValueError("padding_value: the global memref.load is not inside a tile.parallel")
         return op.results[0].type
     raise ValueError(f"padding_value expects a tile.copy from global memory or a global memref.load, got {op.name}")
-
-
-def _enclosing_parallel(op: ir.Operation) -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None and parent.name not in ("tile.parallel", "tile.kernel"):
-        parent = parent.parent
-    return parent if parent is not None and parent.name == "tile.parallel" else None
 
 
 def _fed_reductions(op: ir.Operation) -> set[tuple[str, tuple[Step, ...]]]:
@@ -138,7 +128,7 @@ def _fed_reductions(op: ir.Operation) -> set[tuple[str, tuple[Step, ...]]]:
     if op.name == "tile.copy":
         holders, anchor = [(op.operands[1], (_step(op.operands[1]),))], op
     else:
-        anchor = _enclosing_parallel(op)
+        anchor = enclosing(op, "tile.parallel", stop="tile.kernel")
         holders = _stores_derived_from(op, anchor)
     tracker = _Tracker(holders)
     for later in _ops_after(anchor):
@@ -160,7 +150,7 @@ def _stores_derived_from(load: ir.Operation, parallel: ir.Operation) -> list[tup
     derived, buffers, work = {value}, [], [value]
     while work:
         for use in list(work.pop().uses):
-            user = _operation(use.owner)
+            user = operation(use.owner)
             if user.name == "memref.store":
                 if use.operand_number == 0 and memory_space(user.operands[1].type) is not None:
                     buffer = user.operands[1]
@@ -181,7 +171,7 @@ def _stored_directly(store: ir.Operation, load: ir.Operation) -> bool:
     owner = value.owner
     if not isinstance(owner, (ir.Operation, ir.OpView)):
         return False
-    owner = _operation(owner)
+    owner = operation(owner)
     if owner.name not in _CONVERSIONS or owner.operands[0] != load.results[0]:
         return False
     src, dst = load.results[0].type, value.type
@@ -231,7 +221,7 @@ class _Tracker:
 
     def _visit_parallel(self, op: ir.Operation) -> None:
         moved, written = [], []
-        for inner in _walk(op):
+        for inner in walk_ops(op):
             if inner.name != "memref.store" or memory_space(inner.operands[1].type) is None:
                 continue
             buffer = inner.operands[1]
@@ -251,19 +241,11 @@ def _unconverted(value: ir.Value) -> ir.Operation | None:
     """The op defining `value` once float/int conversions are looked through."""
     owner = value.owner
     while isinstance(owner, (ir.Operation, ir.OpView)):
-        owner = _operation(owner)
+        owner = operation(owner)
         if owner.name not in _CONVERSIONS:
             return owner
         owner = owner.operands[0].owner
     return None
-
-
-def _walk(op: ir.Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner.operation
-                yield from _walk(inner.operation)
 
 
 def _ops_after(op: ir.Operation):
@@ -274,7 +256,7 @@ def _ops_after(op: ir.Operation):
         ops = [o.operation for o in block.operations]
         index = next(i for i, o in enumerate(ops) if o == current)
         yield from ops[index + 1 :]
-        parent = _operation(block.owner) if block.owner is not None else None
+        parent = operation(block.owner) if block.owner is not None else None
         if parent is not None and parent.name in _LOOPS:
             yield from ops[: index + 1] if current != op else ops[:index]
         current = parent

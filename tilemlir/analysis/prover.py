@@ -43,6 +43,7 @@ import z3
 from tilemlir.analysis.accesses import ops_where
 from tilemlir.analysis.index_terms import IndexTerms
 from tilemlir.config import settings
+from tilemlir.ir_util import operation
 from tilemlir.mlir import ir
 
 _CACHE_LIMIT = 200_000
@@ -106,7 +107,7 @@ class Prover:
 
     def scope_facts(self, at: ir.Operation) -> list[z3.BoolRef]:
         """Assumes and enclosing `scf.if` conditions that hold wherever `at` runs."""
-        at = at.operation if isinstance(at, ir.OpView) else at
+        at = operation(at)
         facts = []
         node = at
         while node is not None and node != self.terms.func:

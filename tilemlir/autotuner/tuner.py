@@ -36,7 +36,7 @@ from tilemlir.autotuner.select import Candidate, Trial, best, kernel_run, select
 from tilemlir.autotuner.space import expand, label
 from tilemlir.autotuner.store import Store, as_json, digest
 from tilemlir.config import settings
-from tilemlir.errors import LaunchError, TilemlirError
+from tilemlir.diagnostics import LaunchError, TilemlirError
 
 log = logging.getLogger("tilemlir.autotuner")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tilemlir import hardware
 from tilemlir.hardware import format_bytes
-from tilemlir.ir_util import walk_ops
+from tilemlir.ir_util import constant_int, enclosing, walk_ops
 from tilemlir.mlir import ext, ir
 
 Operand = ext.Operand
@@ -82,18 +82,6 @@ def memory_space(type_: ir.Type) -> str | None:
 
 def _space_name(space: str | None) -> str:
     return "global" if space is None else f'"{space}"'
-
-
-def constant_int(value: ir.Value) -> int | None:
-    """The integer a value is defined to be by an `arith.constant`, if it is one."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)):
-        return None
-    op = owner.operation if isinstance(owner, ir.OpView) else owner
-    if op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    return attr.value if isinstance(attr, ir.IntegerAttr) else None
 
 
 def _is_memref(type_: ir.Type) -> bool:
@@ -195,15 +183,6 @@ def _checked(verify):
         return True
 
     return wrapper
-
-
-def enclosing(op: ir.Operation, name: str) -> ir.Operation | None:
-    parent = op.parent
-    while parent is not None:
-        if parent.name == name:
-            return parent
-        parent = parent.parent
-    return None
 
 
 def _check_region_args(op, count: int, what: str) -> str | None:

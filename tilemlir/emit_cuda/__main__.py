@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tilemlir.diagnostics import format_diagnostics
-from tilemlir.errors import CompileError, Diagnostic
+from tilemlir.diagnostics import CompileError, Diagnostic, format_diagnostics
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,9 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", help="check the shared memory against this arch's limit (e.g. sm_90a)")
     args = parser.parse_args(argv)
 
+    from tilemlir.context import make_context
+    from tilemlir.diagnostics.reporting import source_location
     from tilemlir.emit_cuda import emit
-    from tilemlir.mlir import MLIRError, ir, make_context
-    from tilemlir.passes.diag import source_location
+    from tilemlir.mlir import MLIRError, ir
 
     text = sys.stdin.read() if args.input == "-" else _read(args.input)
     if text is None:

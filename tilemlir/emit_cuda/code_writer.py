@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import source_location
+from tilemlir.diagnostics.reporting import source_location
 
 MAX_LINE = 110
 

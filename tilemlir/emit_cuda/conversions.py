@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.ctype import CTypes, float_kind, int_width, is_bool, wrap_int
 from tilemlir.emit_cuda.float_rounding import FloatRounding
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 _TO_HALF = {32: "__int2half_rn", 64: "__ll2half_rn"}
 _TO_BF16 = {32: "__int2bfloat16_rn", 64: "__ll2bfloat16_rn"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from tilemlir.diagnostics.reporting import error, source_location
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
@@ -27,7 +28,6 @@ from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 MAX_FULL_UNROLL = 256
 # A loop that does not index registers is still unrolled when the copies stay this small.

@@ -34,9 +34,9 @@ from tilemlir.analysis import intervals as iv
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.kernel import KernelIR
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
+from tilemlir.diagnostics.reporting import error
 from tilemlir.runtime.checks import INT32_LIMIT as INT32_ELEMENTS  # a 32-bit kernel's tensors have fewer
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from tilemlir.ir_util import operation, walk_ops as walk
+from tilemlir.diagnostics.reporting import error
+from tilemlir.ir_util import defining_op, operation, walk_ops as walk
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
-
-
-def defining_op(value: ir.Value) -> ir.Operation | None:
-    """The op producing `value`, or None for a block argument."""
-    if isinstance(value, ir.BlockArgument):
-        return None
-    return operation(value.owner)
 
 
 def users(value: ir.Value) -> list[tuple[ir.Operation, int]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, entry_attributes_problem, memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 Dim = int | str
 

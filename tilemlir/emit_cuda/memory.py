@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
@@ -26,7 +27,6 @@ from tilemlir.emit_cuda.identifiers import Identifiers
 from tilemlir.emit_cuda.kernel import KernelIR, is_row_major
 from tilemlir.hardware import format_bytes, max_shared_bytes
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 SHARED_ALIGN = 16
 _ALLOCS = ("memref.alloca", "memref.alloc")

@@ -18,11 +18,11 @@ The rule that keeps the CUDA readable without changing what it computes:
 
 from __future__ import annotations
 
+from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.scalar import BOOL_SHORT_CIRCUIT
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 ATOM_OPS = frozenset({"memref.dim", "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim",
                       "gpu.lane_id"})

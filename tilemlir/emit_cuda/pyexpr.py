@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
+from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import folding, irutil
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 from tilemlir.runtime.expr import wrap, wrapu
 
 _ATOM, _UNARY, _MUL, _ADD = 12, 11, 10, 9

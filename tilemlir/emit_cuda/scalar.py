@@ -23,6 +23,7 @@ import struct
 from collections.abc import Callable
 
 from tilemlir.analysis.affine_fold import AffineOps, fold_affine
+from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.conversions import CONVERSIONS, ConversionContext
@@ -31,7 +32,6 @@ from tilemlir.emit_cuda.float_rounding import FloatRounding
 from tilemlir.emit_cuda.prelude import Prelude
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 _MATH = {  # op: (float, double, fast float)
     "exp": ("expf", "exp", "__expf"), "exp2": ("exp2f", "exp2", "exp2f"), "expm1": ("expm1f", "expm1", "expm1f"),

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Collection
 
+from tilemlir.diagnostics import CompileError
+from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.ctype import UnsupportedType, byte_size, dtype_name, vector_alignment
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.pyexpr import GridTranslator
-from tilemlir.errors import CompileError
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureError, TensorParam
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 
+from tilemlir.diagnostics import CompileError
+from tilemlir.diagnostics.reporting import source_location
 from tilemlir.emit_cuda import EmittedKernel, irutil
 from tilemlir.emit_cuda.emitter import KernelEmitter
 from tilemlir.emit_cuda.kernel import KernelIR, find_kernel
 from tilemlir.emit_cuda.index_width import choose_index_bits
 from tilemlir.emit_cuda.signature import build_signature
-from tilemlir.errors import CompileError
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import source_location
 from tilemlir.runtime.signature import KernelSignature
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 
+from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.ctype import UnsupportedType, float_kind, vector_alignment, vector_length
 from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.mlir import ir
-from tilemlir.passes.diag import error
 
 _DYNAMIC = -(2**63)
 _REDUCTIONS = {  # vector.kind -> (float op, integer op)

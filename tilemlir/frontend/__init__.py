@@ -16,9 +16,9 @@ from tilemlir.frontend.info import KernelInfo, ParamInfo, SymbolInfo
 
 def build_module(fn: Callable, context=None):
     """(ir.Module, KernelInfo) of kernel function `fn`, built in `context` (a new one by default)."""
+    from tilemlir.context import make_context
     from tilemlir.frontend.builder import KernelBuilder
     from tilemlir.frontend.source import load_source
-    from tilemlir.mlir import make_context
 
     source = load_source(fn)
     return KernelBuilder(source, context or make_context()).build()

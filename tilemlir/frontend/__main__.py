@@ -18,7 +18,7 @@ import traceback
 import types
 from pathlib import Path
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 
 SEPARATOR = "// -----"
 

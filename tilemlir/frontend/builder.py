@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tilemlir.config import settings
-from tilemlir.errors import CompileError, Diagnostic
+from tilemlir.diagnostics import CompileError, Diagnostic, reporting as diag
 from tilemlir.frontend.calls import CallMixin
 from tilemlir.frontend.control import ControlMixin
 from tilemlir.frontend.expressions import ExprMixin
@@ -29,7 +29,6 @@ from tilemlir.frontend.statements import StmtMixin
 from tilemlir.frontend.tileops import TileOpsMixin
 from tilemlir.frontend.values import Binding, KernelState, Scope, is_runtime
 from tilemlir.mlir import MLIRError, func, ir
-from tilemlir.passes import diag
 
 # A name rebound inside one of these scopes cannot carry its new value out (no loop-carried values).
 _NO_CARRY_SCOPES = ("parallel", "pipelined")

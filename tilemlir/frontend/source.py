@@ -13,7 +13,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tilemlir.errors import CompileError, Diagnostic, SourceLocation
+from tilemlir.diagnostics import CompileError, Diagnostic, SourceLocation
 from tilemlir.python_ast import parse
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from tilemlir.backends.cpu.ir_builders import CMPI, constant, element_type, with_element_type
 from tilemlir.mlir import arith, ir
-from tilemlir.passes import register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from tilemlir.backends.cpu.ir_builders import CMPF, CMPI, bitwidth, constant, el
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
 from tilemlir.mlir import llvm as llvm_dialect
-from tilemlir.passes import register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 _EXACT_IN_F64 = ("f16", "bf16")
 _IN_F32 = ("f8E4M3FN", "f8E5M2")

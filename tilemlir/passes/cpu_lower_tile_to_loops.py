@@ -29,10 +29,11 @@ from __future__ import annotations
 from tilemlir.analysis.padding import PAD_ATTR, padding_attr
 from tilemlir.backends.cpu import buffers, checks, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
 

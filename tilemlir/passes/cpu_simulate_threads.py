@@ -34,10 +34,11 @@ from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks
 from tilemlir.backends.cpu.simulate import phases, uniformity, values
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",

@@ -1,7 +1,7 @@
 """eliminate-guards: remove, hoist and split bounds guards that Z3 proves redundant.
 
 Takes thread-level IR with guards (`scf.if` marked `tile.guard`, from
-insert-guards; see `tilemlir.passes.guards`) and gives the same IR with
+insert-guards; see `tilemlir.rewriting.guards`) and gives the same IR with
 fewer checks. For each guard, innermost first, with the facts in scope
 (`tilemlir.analysis.prover`):
 
@@ -14,7 +14,7 @@ fewer checks. For each guard, innermost first, with the facts in scope
   `scf.if %c { loop } else { copy of loop }` (the new `scf.if` is itself a
   guard), and the copies are simplified again: the then copy loses the
   checks `%c` implies, the else copy folds what fails. `%c` is the
-  conjunction, over the loop's guards, of (`tilemlir.passes.range_versions`)
+  conjunction, over the loop's guards, of (`tilemlir.rewriting.range_versions`)
   - hoisting: checks invariant in the loop (computed only from values
     defined outside it), as they are;
   - range versioning: checks that are not invariant but hold on every
@@ -53,13 +53,14 @@ from dataclasses import dataclass
 import z3
 
 from tilemlir.analysis.accesses import ops_where
-from tilemlir.analysis.index_terms import ceil_div, constant_int
+from tilemlir.analysis.index_terms import ceil_div
 from tilemlir.analysis.prover import Outcome, Prover, Verdict
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.ir_util import constant_int, operation, root_of
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
-from tilemlir.passes.guards import (
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.guards import (
     Graveyard,
-    as_op,
     binary,
     check_leaves,
     conjunction,
@@ -68,12 +69,11 @@ from tilemlir.passes.guards import (
     inline_else,
     inline_then,
     make_guard,
-    root_of,
     run_per_function,
     set_condition,
     yield_,
 )
-from tilemlir.passes.range_versions import Conditions
+from tilemlir.rewriting.range_versions import Conditions
 
 _MAX_ROUNDS = 64
 _VECTOR_RUN_TRIPS = 16
@@ -106,7 +106,7 @@ class EliminateGuardsOptions:
 
 @register_pass("eliminate-guards", "remove, hoist and split bounds guards Z3 proves redundant", EliminateGuardsOptions)
 def run(module, options: EliminateGuardsOptions) -> None:
-    run_per_function(_entry_functions(as_op(module)), lambda func: _Eliminator(func, options).run(), _STATISTICS)
+    run_per_function(_entry_functions(operation(module)), lambda func: _Eliminator(func, options).run(), _STATISTICS)
 
 
 def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
@@ -116,8 +116,8 @@ def _entry_functions(root: ir.Operation) -> list[ir.Operation]:
 def _launches(func: ir.Operation):
     for block in func.regions[0].blocks:
         for op in block.operations:
-            if as_op(op).name == "gpu.launch":
-                yield as_op(op)
+            if operation(op).name == "gpu.launch":
+                yield operation(op)
 
 
 class _Eliminator:
@@ -298,7 +298,7 @@ class _Eliminator:
 
 
 def _guards_in_region(guard: ir.Operation, index: int) -> int:
-    return sum(len(guards_in(as_op(op))) for block in guard.regions[index].blocks for op in block.operations)
+    return sum(len(guards_in(operation(op))) for block in guard.regions[index].blocks for op in block.operations)
 
 
 def _has_inner_loop(loop: ir.Operation) -> bool:

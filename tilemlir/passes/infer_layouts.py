@@ -46,9 +46,11 @@ from tilemlir.analysis.layouts import (
     tiled_layout,
     vector_elements,
 )
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
+from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, walk_ops
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 RESOLUTION = (
     "copy the fragment through shared memory (T.copy into a T.alloc_shared buffer, then read that), "
@@ -132,14 +134,14 @@ class _Kernel:
         self._collect()
 
     def _collect(self) -> None:
-        for op in lir.walk_ops(self.kernel):
+        for op in walk_ops(self.kernel):
             if op.name == "tile.alloc_fragment":
                 node = Node(op, tuple(op.results[0].type.shape), f"fragment '{lir.name_of(op)}'")
                 self.fragments[op.results[0]] = node
                 self._read_annotation(node)
             elif op.name == "tile.parallel":
                 self._add_parallel(op)
-        for op in lir.walk_ops(self.kernel):
+        for op in walk_ops(self.kernel):
             if op.name in ("memref.load", "memref.store"):
                 self._add_access(op)
 
@@ -155,7 +157,7 @@ class _Kernel:
         self.annotated.append((node, layout))
 
     def _add_parallel(self, op: ir.Operation) -> None:
-        outer = lir.enclosing(op, "tile.parallel", stop="tile.kernel")
+        outer = enclosing(op, "tile.parallel", stop="tile.kernel")
         if outer is not None:
             raise _error(op, "T.Parallel loops cannot be nested inside another T.Parallel",
                          [diag.note(outer, "the enclosing T.Parallel is here")])
@@ -176,7 +178,7 @@ class _Kernel:
         if fragment is None:
             raise _error(op, "fragment accesses must name a T.alloc_fragment buffer of this kernel")
         indices = list(op.operands[2:] if is_store else op.operands[1:])
-        parallel_op = lir.enclosing(op, "tile.parallel", stop="tile.kernel")
+        parallel_op = enclosing(op, "tile.parallel", stop="tile.kernel")
         if parallel_op is None:
             self.serial.append((fragment, op))
             return
@@ -233,7 +235,7 @@ def _components(kernel: _Kernel) -> list[Component]:
 
 def _fragment_copies(kernel: _Kernel):
     """Whole fragment-to-fragment copies: the two fragments share one layout (dim k is dim k)."""
-    for op in lir.walk_ops(kernel.kernel):
+    for op in walk_ops(kernel.kernel):
         if op.name != "tile.copy":
             continue
         src, dst = op.operands[0], op.operands[1]
@@ -241,7 +243,7 @@ def _fragment_copies(kernel: _Kernel):
         if a is None or b is None or a.eff_shape != b.eff_shape:
             continue
         box = [attr.value for attr in op.attributes["shape"]]
-        offsets = [lir.constant_int(v) for v in op.operands[2:]]
+        offsets = [constant_int(v) for v in op.operands[2:]]
         if all(o == 0 for o in offsets) and math.prod(box) == math.prod(a.shape):
             yield a, b, list(range(len(a.eff))), op
 
@@ -279,7 +281,7 @@ def _grow(start: Node, full) -> Component:
 
 def _note_preferences(kernel: _Kernel) -> list[tuple[Component, Component, list[int], ir.Operation]]:
     reduces = []
-    for op in lir.walk_ops(kernel.kernel):
+    for op in walk_ops(kernel.kernel):
         if op.name == "tile.copy":
             _prefer_copy_vector(kernel, op)
         elif op.name == "tile.reduce":
@@ -330,7 +332,7 @@ def _prefer_copy_vector(kernel: _Kernel, op: ir.Operation) -> None:
 
 def _prefer_parallel_vector(parallel: Node) -> None:
     block = parallel.op.regions[0].blocks[0]
-    for op in lir.walk_ops(parallel.op):
+    for op in walk_ops(parallel.op):
         if op.name not in ("memref.load", "memref.store"):
             continue
         memref = op.operands[1] if op.name == "memref.store" else op.operands[0]
@@ -346,7 +348,7 @@ def _contiguous_arg(value: ir.Value, block: ir.Block) -> int | None:
     """The loop variable `value` moves with at unit stride (`j`, `off + j`, `j - off`), if any."""
     if isinstance(value, ir.BlockArgument):
         return value.arg_number if value.owner == block else None
-    op = lir.defining_op(value)
+    op = defining_op(value)
     if op is None or op.name not in ("arith.addi", "arith.subi"):
         return None
     lhs, rhs = _contiguous_arg(op.operands[0], block), _contiguous_arg(op.operands[1], block)
@@ -362,7 +364,7 @@ def _contiguous_arg(value: ir.Value, block: ir.Block) -> int | None:
 def _uses_args(value: ir.Value, block: ir.Block) -> bool:
     if isinstance(value, ir.BlockArgument):
         return value.owner == block
-    op = lir.defining_op(value)
+    op = defining_op(value)
     return op is not None and any(_uses_args(v, block) for v in op.operands)
 
 
@@ -564,8 +566,8 @@ def infer_kernel(kernel_op: ir.Operation) -> None:
 
 @register_pass("infer-layouts", "give every fragment and T.Parallel loop a thread layout")
 def run(module: ir.Operation, options) -> None:
-    module = lir.operation(module)
+    module = operation(module)
     with module.context, module.location:
-        kernels = [op for op in lir.walk_ops(module) if op.name == "tile.kernel"]
+        kernels = [op for op in walk_ops(module) if op.name == "tile.kernel"]
         for op in kernels:
                 infer_kernel(op)

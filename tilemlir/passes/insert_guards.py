@@ -5,7 +5,7 @@ same IR where each `memref.load`/`memref.store`/`vector.load`/
 `vector.store`/scalar `tile.atomic_add` on a global memref inside a
 `gpu.launch` whose indices a
 cheap range analysis (`tilemlir.analysis.intervals`) cannot keep in
-bounds is wrapped in a guard (`tilemlir.passes.guards`): an `scf.if` on
+bounds is wrapped in a guard (`tilemlir.rewriting.guards`): an `scf.if` on
 the failing checks, marked `tile.guard`; a load's else branch yields its
 `tile.pad` value (0 without one). Only checks the range analysis cannot
 settle are emitted (`%i >= 0`, `%i < dim`). A vector access that may be
@@ -22,10 +22,11 @@ from collections import Counter
 
 from tilemlir.analysis.accesses import GlobalAccess, global_access, global_accesses, ops_where
 from tilemlir.analysis.intervals import value_range
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.ir_util import operation
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
-from tilemlir.passes.guards import (
-    as_op,
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.guards import (
     conjunction,
     extent_value,
     index_constant,
@@ -41,7 +42,7 @@ from tilemlir.passes.guards import (
 @register_pass("insert-guards", "guard every global load/store that may index outside its tensor")
 def run(module, options) -> None:
     stats: Counter = Counter()
-    for launch in ops_where(as_op(module), lambda op: op.name == "gpu.launch"):
+    for launch in ops_where(operation(module), lambda op: op.name == "gpu.launch"):
         for access in global_accesses(launch):
             with access.op.location:
                 _guard(access, stats)

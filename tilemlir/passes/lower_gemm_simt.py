@@ -29,25 +29,25 @@ from __future__ import annotations
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
+from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects import tile
 from tilemlir.dialects.tile import FRAGMENT, gemm_ring_indices, memory_space
-from tilemlir.ir_util import ops_named
+from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
-from tilemlir.passes import register_pass
-from tilemlir.passes.diag import error
-from tilemlir.passes.thread_builder import Builder
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.thread_builder import Builder
 
 
 @register_pass("lower-gemm-simt", "tile.gemm -> tile.parallel over C with a serial K loop (CUDA cores)")
 def run(module: ir.Operation, options) -> None:
-    module = lir.operation(module)
+    module = operation(module)
     with module.context, module.location:
         for gemm in ops_named(module, "tile.gemm"):
             _lower(gemm)
 
 
 def _lower(gemm: ir.Operation) -> None:
-    kernel = lir.enclosing(gemm, "tile.kernel")
+    kernel = enclosing(gemm, "tile.kernel", stop="func.func")
     if kernel is None:
         raise error(gemm, "tile.gemm is not inside a tile.kernel: lower-gemm-simt takes tile-level IR (docs/ir.md), "
                           "where a gemm's block is a tile.kernel, not a gpu.launch")
@@ -86,7 +86,7 @@ def _readable(b: Builder, kernel_block: ir.Block, operand: ir.Value) -> ir.Value
     """`operand` itself, or for an A / B fragment a shared copy of it made right before the gemm."""
     if memory_space(operand.type) != FRAGMENT:
         return operand
-    source = lir.defining_op(operand)
+    source = defining_op(operand)
     name = f"{lir.name_of(source) if source is not None else 'operand'}_gemm"
     shape = list(operand.type.shape)
     staged = tile.alloc_shared(shape, operand.type.element_type, name, loc=b.loc,

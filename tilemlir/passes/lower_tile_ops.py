@@ -50,11 +50,13 @@ from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, SHARED, memory_space
+from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, walk_ops
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
-from tilemlir.passes.thread_builder import Builder, flat_index
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.thread_builder import Builder, flat_index
 
 ACCUMULATE_ATTR = "tile.accumulate"
 CONVERGENT_ATTR = "tile.convergent"
@@ -71,14 +73,14 @@ class _KernelLowering:
         self.threads = lir.kernel_threads(kernel)
         self.block = kernel.regions[0].blocks[0]
         self.pool: dict = {}
-        self.names = {lir.name_of(op) for op in lir.walk_ops(kernel) if op.name.startswith("tile.alloc_")}
+        self.names = {lir.name_of(op) for op in walk_ops(kernel) if op.name.startswith("tile.alloc_")}
         self.pads: dict = {}
 
     def builder(self, op: ir.Operation) -> Builder:
         return Builder(ir.InsertionPoint(op), op.location, self.block, self.pool)
 
     def run(self) -> None:
-        ops = list(lir.walk_ops(self.kernel))
+        ops = list(walk_ops(self.kernel))
         self._mark_padding(ops)
         for op in ops:
             if op.name == "tile.copy":
@@ -103,7 +105,7 @@ class _KernelLowering:
             if op.name == "tile.copy" and memory_space(op.operands[0].type) is None:
                 self.pads[op] = padding_attr(op)
             elif (op.name == "memref.load" and memory_space(op.operands[0].type) is None
-                  and lir.enclosing(op, "tile.parallel", stop="tile.kernel") is not None):
+                  and enclosing(op, "tile.parallel", stop="tile.kernel") is not None):
                 op.attributes[PAD_ATTR] = padding_attr(op)
 
     # ------------------------------------------------------------- buffers
@@ -166,7 +168,7 @@ class _KernelLowering:
         s_space, d_space = memory_space(src.type), memory_space(dst.type)
         if s_space == FRAGMENT and d_space in (FRAGMENT, LOCAL) and not self._same_fragment_frame(src, dst, src_off,
                                                                                                dst_off, box):
-            staged = self.alloc(SHARED, box, src.type.element_type, f"{lir.name_of(lir.defining_op(src))}_stage",
+            staged = self.alloc(SHARED, box, src.type.element_type, f"{lir.name_of(defining_op(src))}_stage",
                                 b.loc, unsigned=is_unsigned(src))
             zeros = [b.index(0)] * len(box)
             self.copy(b, src, staged, src_off, zeros, box)
@@ -189,7 +191,7 @@ class _KernelLowering:
             return False
         if _shape(src) != _shape(dst) or tuple(box[-src.type.rank:]) != _shape(src):
             return False
-        if any(lir.constant_int(v) != 0 for v in [*src_off, *dst_off]):
+        if any(constant_int(v) != 0 for v in [*src_off, *dst_off]):
             return False
         return same_holders(self.layout_of(src), self.layout_of(dst))
 
@@ -201,7 +203,7 @@ class _KernelLowering:
         box_point = [inner.index(0)] * lead + [inner.sub(p[k], frame_off[k]) for k in range(len(shape))]
         conditions = []
         for k in range(len(shape)):
-            start, extent = lir.constant_int(frame_off[k]), box[lead + k]
+            start, extent = constant_int(frame_off[k]), box[lead + k]
             if start != 0:
                 conditions.append(inner.cmp("uge", p[k], frame_off[k]))
             if not (start == 0 and extent == shape[k]):
@@ -217,7 +219,7 @@ class _KernelLowering:
         """dst[dst_off + box_point] = convert(src[src_off + box_point]) (combined with the old value)."""
         value = b.load(src, self._side_index(b, box_point, box, src, src_off))
         if pad is not None:
-            lir.defining_op(value).attributes[PAD_ATTR] = pad
+            defining_op(value).attributes[PAD_ATTR] = pad
         value = b.convert(value, dst.type.element_type, is_unsigned(src), is_unsigned(dst))
         dst_index = self._side_index(b, box_point, box, dst, dst_off)
         if combine is not None:
@@ -319,7 +321,7 @@ class _FragmentReduction:
         if direct:
             self.work, clear = self.dst, self.clear
         else:
-            base = f"{lir.name_of(lir.defining_op(self.dst))}_partial"
+            base = f"{lir.name_of(defining_op(self.dst))}_partial"
             self.work = self.low.alloc(FRAGMENT, _shape(self.dst), self.element, base, self.b.loc, self.layout,
                                        self.unsigned)
             clear = True
@@ -371,7 +373,7 @@ class _FragmentReduction:
     def _exchange(self) -> None:
         shape = _shape(self.work)
         slots = math.prod(z for _, z in self.warps)
-        base = f"{lir.name_of(lir.defining_op(self.dst))}_red"
+        base = f"{lir.name_of(defining_op(self.dst))}_red"
         red = self.low.alloc(SHARED, [math.prod(shape), slots], self.element, base, self.b.loc,
                              unsigned=self.unsigned)
         inner, p = self.low.parallel(self.b, shape, self.work_layout, ALL_REPLICAS_ATTR)
@@ -414,8 +416,8 @@ def _split_at_warp(digits: list[tuple[int, int]], warp: int):
 
 @register_pass("lower-tile-ops", "lower tile.copy/fill/reduce to parallel loops, warp shuffles and shared exchanges")
 def run(module: ir.Operation, options) -> None:
-    module = lir.operation(module)
+    module = operation(module)
     with module.context, module.location:
-        kernels = [op for op in lir.walk_ops(module) if op.name == "tile.kernel"]
+        kernels = [op for op in walk_ops(module) if op.name == "tile.kernel"]
         for op in kernels:
                 _KernelLowering(op).run()

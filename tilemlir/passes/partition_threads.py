@@ -48,11 +48,13 @@ import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import Digit, TiledLayout
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space
+from tilemlir.ir_util import constant_int, operation, walk_ops
 from tilemlir.mlir import gpu, ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
-from tilemlir.passes.thread_builder import Builder
+from tilemlir.rewriting.thread_builder import Builder
 
 LAYOUT_ON_ALLOCA = "tile.layout"
 NUM_STAGES_ATTR = "tile.num_stages"
@@ -80,7 +82,7 @@ class _KernelPartition:
         self.body = self._launch()
         self.b = Builder(ir.InsertionPoint.at_block_begin(self.body), loc, self.body)
         self.tid = self.b.thread_id(self.threads)
-        ops = list(lir.walk_ops(self.launch))
+        ops = list(walk_ops(self.launch))
         allocs = [op for op in ops if op.name.startswith("tile.alloc_")]
         parallels = [op for op in ops if op.name == "tile.parallel"]
         pipelined = [op for op in ops if op.name == "tile.pipelined"]
@@ -88,7 +90,7 @@ class _KernelPartition:
             self._alloca(op)
         for op in parallels:
             self._parallel(op)
-        serial = [op for op in lir.walk_ops(self.launch)
+        serial = [op for op in walk_ops(self.launch)
                   if op.name in ("memref.load", "memref.store") and self._fragment_operand(op) is not None]
         for op in serial:
             self._serial_access(op)
@@ -98,15 +100,15 @@ class _KernelPartition:
             op.erase()
 
     def _check_lowered(self) -> None:
-        for op in lir.walk_ops(self.kernel):
+        for op in walk_ops(self.kernel):
             if op.name in _UNLOWERED:
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
             if op.name == "tile.gemm":
                 raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")
-        for op in lir.walk_ops(self.kernel):
+        for op in walk_ops(self.kernel):
             if op.name == "tile.alloc_fragment":
                 for use in op.results[0].uses:
-                    user = lir.operation(use.owner)
+                    user = operation(use.owner)
                     if user.name not in ("memref.load", "memref.store") or (
                             user.name == "memref.store" and use.operand_number == 0):
                         raise diag.error(user, f"fragment '{lir.name_of(op)}' is used by {user.name}, which "
@@ -166,7 +168,7 @@ class _KernelPartition:
     def _parallel(self, op: ir.Operation) -> None:
         b = self.b.before(op).located(op.location)
         if lir.LAYOUT_ATTR not in op.attributes:
-            if any(lir.constant_int(v) is None for v in op.operands):
+            if any(constant_int(v) is None for v in op.operands):
                 _StridedLoop(self, op, b).emit()
                 return
             raise diag.error(op, "T.Parallel has no layout: run infer-layouts before partition-threads")
@@ -201,7 +203,7 @@ class _KernelPartition:
 def _move_body(block: ir.Block, terminator: ir.Operation) -> None:
     """Moves a tile region's ops before `terminator` of the op replacing it; its tile.yield goes."""
     for op in list(block.operations):
-        op = lir.operation(op)
+        op = operation(op)
         if op.name == "tile.yield":
             op.erase()
         else:
@@ -212,7 +214,7 @@ def _function_block(op: ir.Operation) -> ir.Block:
     """The entry block of the function around `op` (constants there dominate the launch)."""
     func = op
     while func.name != "func.func":
-        func = lir.operation(func.parent)
+        func = operation(func.parent)
     return func.regions[0].blocks[0]
 
 
@@ -234,7 +236,7 @@ class _PartitionedLoop:
     def __init__(self, part: _KernelPartition, op: ir.Operation, layout: TiledLayout, b: Builder):
         self.part, self.op, self.layout, self.b = part, op, layout, b
         self.block = op.regions[0].blocks[0]
-        self.extents = [lir.constant_int(v) for v in op.operands]
+        self.extents = [constant_int(v) for v in op.operands]
         self.convergent = CONVERGENT_ATTR in op.attributes
         self.values: dict[Digit, ir.Value] = {}
 
@@ -249,7 +251,7 @@ class _PartitionedLoop:
 
     def _fragment_accesses(self):
         accesses = []
-        for inner in lir.walk_ops(self.op):
+        for inner in walk_ops(self.op):
             if inner.name not in ("memref.load", "memref.store"):
                 continue
             fragment = self.part._fragment_operand(inner)
@@ -310,14 +312,14 @@ class _PartitionedLoop:
         layout = self.layout
         point = [b.linear([(d.stride, self.values[d]) for d in layout.dim_digits(k)]) for k in range(layout.rank)]
         registers = [(op, fragment, self._register(b, fragment.layout, dims, point)) for op, fragment, dims in accesses]
-        writes = list(_writes_to_memory(lir.walk_ops(self.op)))
+        writes = list(_writes_to_memory(walk_ops(self.op)))
         primary = None
         if writes and layout.replicate > 1 and ALL_REPLICAS_ATTR not in self.op.attributes:
             primary = b.and_([b.cmp("eq", self.values[d], 0) for d in layout.dim_digits(None)])
         for k, arg in enumerate(self.block.arguments):
             arg.replace_all_uses_with(point[k])
         for inner in list(self.block.operations):
-            inner = lir.operation(inner)
+            inner = operation(inner)
             if inner.name == "tile.yield":
                 continue
             inner.move_before(_ip_op(b))
@@ -348,7 +350,7 @@ class _PartitionedLoop:
 
 def _ip_op(b: Builder) -> ir.Operation:
     """The op `b` inserts before (every insertion point made here is before a terminator)."""
-    return lir.operation(b.ip.ref_operation)
+    return operation(b.ip.ref_operation)
 
 
 def _writes_to_memory(ops):
@@ -372,7 +374,7 @@ class _StridedLoop:
 
     def emit(self) -> None:
         b, op = self.b, self.op
-        for inner in lir.walk_ops(op):
+        for inner in walk_ops(op):
             if inner.name in ("memref.load", "memref.store") and self.part._fragment_operand(inner) is not None:
                 raise diag.error(inner, "a T.Parallel with run-time extents cannot access fragments")
         extents = list(op.operands)
@@ -393,7 +395,7 @@ class _StridedLoop:
         for k, arg in enumerate(old.arguments):
             arg.replace_all_uses_with(point[k])
         for moved in list(old.operations):
-            moved = lir.operation(moved)
+            moved = operation(moved)
             if moved.name == "tile.yield":
                 continue
             moved.move_before(yield_op)
@@ -444,7 +446,7 @@ class _BarrierWalk:
 
     def block(self, block: ir.Block, state: list[_SharedAccess]) -> list[_SharedAccess]:
         for op in block.operations:
-            op = lir.operation(op)
+            op = operation(op)
             if any(op == m for m in self.marks) or op.name == "gpu.barrier":
                 state = []
             if op.name in ("scf.for", "tile.pipelined", "scf.while"):
@@ -488,11 +490,11 @@ def _accesses(op: ir.Operation) -> list[_SharedAccess]:
     if op.name == "tile.gemm":
         return [_SharedAccess(v, False, None) for v in op.operands[:2] if memory_space(v.type) == SHARED]
     if op.name == "tile.parallel":
-        return [_parallel_access(op, inner) for inner in lir.walk_ops(op) if _shared_operand(inner) is not None]
+        return [_parallel_access(op, inner) for inner in walk_ops(op) if _shared_operand(inner) is not None]
     if _shared_operand(op) is not None:
         return [_SharedAccess(_shared_operand(op), op.name == "memref.store", None)]
     accesses = []
-    for inner in lir.walk_ops(op):
+    for inner in walk_ops(op):
         if _shared_operand(inner) is not None:
             accesses.append(_SharedAccess(_shared_operand(inner), inner.name == "memref.store", None))
     return accesses
@@ -512,7 +514,7 @@ def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:
     who = None
     if lir.LAYOUT_ATTR in parallel.attributes and all(
         isinstance(i, ir.BlockArgument) and i.owner == block for i in indices
-    ) and lir.operation(op.parent) == parallel:
+    ) and operation(op.parent) == parallel:
         thread_map, _, replicate = layout_parts(parallel.attributes[lir.LAYOUT_ATTR])
         # In a replicated loop replica 0 writes and every replica reads: never one thread.
         if replicate == 1:
@@ -522,8 +524,8 @@ def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:
 
 @register_pass("partition-threads", "turn tile.kernel / tile.parallel into gpu.launch and per-thread loops")
 def run(module: ir.Operation, options) -> None:
-    module = lir.operation(module)
+    module = operation(module)
     with module.context, module.location:
-        kernels = [op for op in lir.walk_ops(module) if op.name == "tile.kernel"]
+        kernels = [op for op in walk_ops(module) if op.name == "tile.kernel"]
         for kernel in kernels:
             _KernelPartition(kernel).run()

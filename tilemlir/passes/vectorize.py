@@ -67,26 +67,22 @@ from dataclasses import dataclass, field
 import z3
 
 from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, ops_where, row_major_strides
-from tilemlir.analysis.index_terms import constant_int
 from tilemlir.analysis.prover import Prover, Verdict
+from tilemlir.ir_util import constant_int, defining_op, enclosing, inside, operation, root_of
 from tilemlir.mlir import ir
-from tilemlir.passes import register_pass
-from tilemlir.passes.guards import (
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.guards import (
     PAD,
     PURE_OPS,
     Graveyard,
-    as_op,
     clone_slice,
     conjunction,
     constant,
-    defining_op,
     guarded_access,
     index_constant,
-    inside,
     is_guard,
     make_guard,
     pad_attr,
-    root_of,
     run_per_function,
     symbol_dims,
     wrap_in_guard,
@@ -112,7 +108,7 @@ class VectorizeOptions:
 
 @register_pass("vectorize", "turn contiguous per-thread global accesses into vector accesses of up to 16 bytes", VectorizeOptions)
 def run(module, options: VectorizeOptions) -> None:
-    functions = ops_where(as_op(module), lambda op: op.name == "func.func")
+    functions = ops_where(operation(module), lambda op: op.name == "func.func")
     run_per_function(functions, lambda func: _Vectorizer(func, options).run(), _STATISTICS)
 
 
@@ -169,7 +165,7 @@ class _Vectorizer:
         if None in (lb, ub, step) or step != 1 or len(loop.results):
             return None
         trips = ub - lb
-        if not 2 <= trips <= self.options.max_lanes or _launch_of(loop) is None:
+        if not 2 <= trips <= self.options.max_lanes or enclosing(loop, "gpu.launch") is None:
             return None
         run = _Run(loop, lb, trips)
         for op in _body_ops(loop):
@@ -443,15 +439,8 @@ class _Vectorizer:
 # -- helpers -----------------------------------------------------------------------
 
 
-def _launch_of(op: ir.Operation) -> ir.Operation | None:
-    node = op.parent
-    while node is not None and node.name != "gpu.launch":
-        node = node.parent
-    return node
-
-
 def _body_ops(loop: ir.Operation) -> list[ir.Operation]:
-    ops = [as_op(o) for o in loop.regions[0].blocks[0].operations]
+    ops = [operation(o) for o in loop.regions[0].blocks[0].operations]
     return ops[:-1]
 
 
@@ -483,7 +472,7 @@ def _guard_extra_ops(guard: ir.Operation) -> bool:
     """Whether a guard's else branch does more than yield constants."""
     if len(guard.regions[1].blocks) == 0:
         return False
-    ops = [as_op(o) for o in guard.regions[1].blocks[0].operations]
+    ops = [operation(o) for o in guard.regions[1].blocks[0].operations]
     return any(o.name not in ("arith.constant", "scf.yield") for o in ops)
 
 
@@ -536,7 +525,7 @@ def _iv_value(loop: ir.Operation) -> ir.Value:
 
 def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
     owner = value.owner
-    op = as_op(owner.owner) if isinstance(owner, ir.Block) else as_op(owner)
+    op = operation(owner.owner) if isinstance(owner, ir.Block) else operation(owner)
     return inside(op, loop)
 
 

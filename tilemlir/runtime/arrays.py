@@ -20,7 +20,7 @@ import ctypes
 import sys
 from typing import Any, Callable
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.checks import HOST, ArrayDesc
 from tilemlir.runtime.dtypes import BY_DLPACK, DTYPES, NUMPY_ALIASES, name_from_typestr
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Mapping
 
 import tilemlir
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.host_launcher import host_launcher_source
 from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
 from tilemlir.runtime.signature import KernelSignature, SignatureError

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from tilemlir.config import settings
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime import cache
 from tilemlir.runtime.artifact import Artifact
 from tilemlir.runtime.cuda_decl import check_declaration

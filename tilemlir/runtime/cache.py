@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from tilemlir.config import settings
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.artifact import Artifact, tilemlir_version
 from tilemlir.runtime.nvrtc import CompileOptions, nvrtc_version
 from tilemlir.runtime.private_dir import private_dir

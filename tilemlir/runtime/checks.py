@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.hardware import MAX_GRID
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam

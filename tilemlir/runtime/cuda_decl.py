@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.signature import KernelSignature, TensorParam
 

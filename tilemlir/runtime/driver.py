@@ -19,7 +19,7 @@ import ctypes
 import logging
 from typing import Any, Callable, NamedTuple
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.hardware import MAX_STATIC_SHARED_BYTES
 from tilemlir.runtime.checks import HOST
 

@@ -31,7 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from tilemlir.errors import LaunchError, TilemlirError
+from tilemlir.diagnostics import LaunchError, TilemlirError
 from tilemlir.runtime import driver, native
 from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArgumentBinder

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tilemlir.errors import LaunchError
+from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import driver
 from tilemlir.runtime.arrays import describe
 from tilemlir.runtime.checks import ArrayDesc

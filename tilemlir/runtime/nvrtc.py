@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tilemlir.errors import CompileError, Diagnostic
+from tilemlir.diagnostics import CompileError, Diagnostic
 from tilemlir.runtime import driver, toolchain
 
 log = logging.getLogger("tilemlir.runtime")

@@ -43,7 +43,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from tilemlir.errors import TilemlirError
+from tilemlir.diagnostics import TilemlirError
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.expr import Expr, ExprError
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tilemlir.config import settings
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.runtime.private_dir import private_dir, private_file
 
 log = logging.getLogger("tilemlir.runtime")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import tilemlir
-from tilemlir.errors import TilemlirError
+from tilemlir.diagnostics import TilemlirError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "softmax.py"
 TOLERANCE = 2e-3

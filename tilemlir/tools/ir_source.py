@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 
-from tilemlir.errors import CompileError, Diagnostic, SourceLocation
+from tilemlir.diagnostics import CompileError, Diagnostic, SourceLocation, reporting as diag
 from tilemlir.mlir import MLIRError, ir
-from tilemlir.passes import diag
 
 MAX_NESTING = 256
 MAX_DIGITS = 1000

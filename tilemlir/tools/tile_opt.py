@@ -23,8 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
-from tilemlir.diagnostics import format_diagnostics
-from tilemlir.errors import CompileError, Diagnostic
+from tilemlir.diagnostics import CompileError, Diagnostic, format_diagnostics
 
 SPLIT_MARKER = "// -----"
 STACK_BYTES = 512 << 20
@@ -162,8 +161,8 @@ class _Session:
     """One tile-opt run over the chunks of one input: parse, run the pipeline, print, report."""
 
     def __init__(self, args: argparse.Namespace, streams: _Streams, filename: str):
-        from tilemlir.mlir import make_context
-        from tilemlir.passes.runner import PipelineReport
+        from tilemlir.context import make_context
+        from tilemlir.pass_infra.runner import PipelineReport
 
         self.args, self.streams, self.filename = args, streams, filename
         self.context = make_context()
@@ -174,7 +173,7 @@ class _Session:
         self.results: list[_ChunkResult] = []
 
     def run(self, data: bytes) -> int:
-        from tilemlir.passes.runner import build_stages
+        from tilemlir.pass_infra.runner import build_stages
         from tilemlir.tools.ir_source import decode_source
 
         try:
@@ -213,7 +212,7 @@ class _Session:
 
     def transform(self, chunk: str, first_line: int):
         """(diagnostics, module or None when parsing or the pipeline failed)."""
-        from tilemlir.passes.runner import run_pipeline
+        from tilemlir.pass_infra.runner import run_pipeline
         from tilemlir.tools.ir_source import parse_source
 
         start = time.perf_counter()
@@ -240,7 +239,7 @@ def _verify(chunk: str, first_line: int, filename: str, diagnostics: list[Diagno
 
 
 def _ir_printing(args, streams: _Streams):
-    from tilemlir.passes.runner import IRPrinting
+    from tilemlir.pass_infra.runner import IRPrinting
 
     before = frozenset(n for arg in args.mlir_print_ir_before for n in arg.split(",") if n)
     after = frozenset(n for arg in args.mlir_print_ir_after for n in arg.split(",") if n)
@@ -273,7 +272,7 @@ def format_pass_list() -> str:
     """The --list-passes text: our passes with their options, and a word on upstream passes."""
     import dataclasses
 
-    from tilemlir.passes import load_passes
+    from tilemlir.pass_infra.registry import load_passes
 
     lines = ["tilemlir passes:"]
     for name, info in sorted(load_passes().items()):

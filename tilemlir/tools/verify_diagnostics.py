@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tilemlir.errors import Diagnostic, SourceLocation
+from tilemlir.diagnostics import Diagnostic, SourceLocation
 
 _EXPECTED = re.compile(
     r"expected-(?P<severity>error|note|remark|warning)(?P<re>-re)?"

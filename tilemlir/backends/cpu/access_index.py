@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.mlir import arith, ir
-from tilemlir.passes import diag
+from tilemlir.diagnostics import reporting as diag
 
 
 def is_vector(op: ir.Operation) -> bool:

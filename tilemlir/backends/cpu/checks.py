@@ -43,7 +43,7 @@ from tilemlir.backends.cpu.access_index import as_i64, bounds, is_vector, lane, 
 from tilemlir.backends.cpu.races import SEVERAL, RaceShadows
 from tilemlir.backends.cpu.tile_ops import recorded_padding
 from tilemlir.mlir import arith, func, ir, memref, scf, vector
-from tilemlir.passes import diag
+from tilemlir.diagnostics import reporting as diag
 
 STATUS_WORDS = 8
 SITES_ATTR = "tile.sim_sites"

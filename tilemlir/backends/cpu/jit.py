@@ -33,7 +33,7 @@ import numpy as np
 
 from tilemlir.backends.cpu import loop_hints
 from tilemlir.backends.cpu.ir_builders import CMPF, constant
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, memref, translate_module_to_llvmir
 from tilemlir.mlir import vector
 from tilemlir.mlir import math as math_dialect

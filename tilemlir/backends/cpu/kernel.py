@@ -21,7 +21,7 @@ from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
                                              written_params)
 from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
-from tilemlir.errors import CompileError, TilemlirError
+from tilemlir.diagnostics import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
 from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads

@@ -20,7 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from tilemlir.backends.cpu.jit import JitModule, to_llvm_ir
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import arith, func, ir
 
 _SCALAR_CTYPES = {

@@ -12,15 +12,10 @@ epoch and records the errors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.access_index import as_i64, lane, linear
 from tilemlir.mlir import arith, ir, memref
-
-if TYPE_CHECKING:
-    from tilemlir.backends.cpu.checks import Buffer, Checker
 
 SEVERAL = 4095
 _SHIFT = 12
@@ -45,7 +40,7 @@ class RaceShadows:
                 memref.store(minus_one, shadow, [i])
         return shadow
 
-    def check_read(self, checker: "Checker", op: ir.Operation, buffer: "Buffer", element: ir.Value,
+    def check_read(self, checker: "checks.Checker", op: ir.Operation, buffer: "checks.Buffer", element: ir.Value,
                    tid: ir.Value) -> None:
         epoch, me = _epoch_and_me(checker, tid)
         writer = memref.load(self.writes, [element])
@@ -57,7 +52,7 @@ class RaceShadows:
         marks = arith.select(_other_in_epoch(reader, epoch, tid), arith.ori(_epoch_base(epoch), several), me)
         memref.store(marks, self.reads, [element])
 
-    def check_write(self, checker: "Checker", op: ir.Operation, buffer: "Buffer", indices: list[ir.Value],
+    def check_write(self, checker: "checks.Checker", op: ir.Operation, buffer: "checks.Buffer", indices: list[ir.Value],
                     lane_number: int, new: ir.Value, tid: ir.Value) -> None:
         element = linear(buffer.value, indices, lane_number)
         old = memref.load(buffer.value, lane(indices, lane_number))
@@ -74,12 +69,12 @@ class RaceShadows:
         memref.store(me, self.writes, [element])
 
 
-def _epoch_and_me(checker: "Checker", tid: ir.Value):
+def _epoch_and_me(checker: "checks.Checker", tid: ir.Value):
     epoch = memref.load(checker.state, [b.index(0)])
     return epoch, arith.ori(_epoch_base(epoch), as_i64(tid))
 
 
-def _race(checker: "Checker", op: ir.Operation, buffer: "Buffer", action: str, earlier: str) -> str:
+def _race(checker: "checks.Checker", op: ir.Operation, buffer: "checks.Buffer", action: str, earlier: str) -> str:
     return (f"data race on shared buffer '{buffer.name}' element {{index}} in block {{block}}: thread {{thread}} "
             f"{action} it at {checker.where(op)}, but {{other_thread}} {earlier} since the last gpu.barrier "
             "(a missing gpu.barrier?)")

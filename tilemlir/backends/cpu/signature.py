@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Collection, Sequence
 
 from tilemlir import ir_util
+from tilemlir.diagnostics import CompileError
+from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import entry_attributes_problem
-from tilemlir.errors import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import func, ir
-from tilemlir.passes.diag import error
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 DTYPE_NAMES = {

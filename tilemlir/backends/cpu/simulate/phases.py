@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.mlir import arith, gpu, ir, memref, scf
-from tilemlir.passes import diag
 
 THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id

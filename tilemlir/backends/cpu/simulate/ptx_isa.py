@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from tilemlir.errors import TilemlirError
+from tilemlir.diagnostics import TilemlirError
 
 WARP = 32
 HALF_TYPES = ("f16", "bf16")

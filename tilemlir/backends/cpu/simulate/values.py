@@ -15,9 +15,9 @@ from __future__ import annotations
 from tilemlir.backends.cpu import buffers
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.simulate.phases import LINEAR_ATTR, THREAD_LOOP_ATTR, ThreadLoop
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import arith, ir, memref, vector
-from tilemlir.passes import diag
 
 WARP = 32
 _DIMS = {"x": 0, "y": 1, "z": 2}

@@ -27,8 +27,9 @@ from __future__ import annotations
 import z3
 
 from tilemlir.analysis.accesses import ops_where
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.ir_util import defining_op, inside, operation, root_of
 from tilemlir.mlir import ir
-from tilemlir.passes import diag
 
 GUARD = "tile.guard"
 PAD = "tile.pad"
@@ -55,33 +56,8 @@ _DIVISIONS = frozenset(
 )
 
 
-def as_op(op) -> ir.Operation:
-    return op.operation if isinstance(op, ir.OpView) else op
-
-
-def defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return None if isinstance(owner, ir.Block) else as_op(owner)
-
-
-def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    """Whether `op` is `ancestor` or nested in it."""
-    node = op
-    while node is not None:
-        if node == ancestor:
-            return True
-        node = node.parent
-    return False
-
-
-def root_of(op: ir.Operation) -> ir.Operation:
-    while op.parent is not None:
-        op = op.parent
-    return op
-
-
 def is_guard(op) -> bool:
-    op = as_op(op)
+    op = operation(op)
     return op.name == "scf.if" and GUARD in op.attributes
 
 
@@ -311,7 +287,7 @@ def check_leaves(cond: ir.Value) -> list[ir.Value]:
 def guarded_access(guard: ir.Operation) -> ir.Operation | None:
     """The single op (besides the yield) in the guard's then block, if that is all it holds."""
     ops = list(guard.regions[0].blocks[0].operations)
-    return as_op(ops[0]) if len(ops) == 2 else None
+    return operation(ops[0]) if len(ops) == 2 else None
 
 
 # -- removing ------------------------------------------------------------------
@@ -367,7 +343,7 @@ def _has_uses(op: ir.Operation) -> bool:
 
 
 def _inline_block(guard: ir.Operation, block: ir.Block, graveyard: Graveyard) -> None:
-    ops = [as_op(o) for o in block.operations]
+    ops = [operation(o) for o in block.operations]
     terminator = ops[-1]
     for op in ops[:-1]:
         op.move_before(guard)

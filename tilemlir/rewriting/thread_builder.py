@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 
-from tilemlir.analysis.layout_ir import constant_int, operation
 from tilemlir.analysis.signedness import conversion_op, int_attr, int_combine_op
+from tilemlir.ir_util import constant_int, operation
 from tilemlir.mlir import ir
 
 UNROLL_ATTR = "tile.unroll"

@@ -28,9 +28,9 @@ import z3
 
 from tilemlir.analysis.index_terms import floor_div
 from tilemlir.analysis.prover import Prover
-from tilemlir.dialects.tile import constant_int
+from tilemlir.ir_util import constant_int, inside, operation
 from tilemlir.mlir import ir
-from tilemlir.passes.guards import Graveyard, binary, clone_slice, hoistable, index_constant, inside, symbol_dims
+from tilemlir.rewriting.guards import Graveyard, binary, clone_slice, hoistable, index_constant, symbol_dims
 
 LAST, FIRST = "last", "first"
 
@@ -69,11 +69,11 @@ class Computable:
     def _compute(self, value: ir.Value) -> bool:
         owner = value.owner
         if isinstance(owner, ir.Block):
-            holder = _op(owner.owner)
+            holder = operation(owner.owner)
             if not inside(holder, self.loop):
                 return True
             return self.with_loop_ivs and holder.name == "scf.for" and value.arg_number == 0
-        op = _op(owner)
+        op = operation(owner)
         if not inside(op, self.loop):
             return True
         return hoistable(op) and all(self(v) for v in op.operands)
@@ -151,10 +151,6 @@ class Conditions:
                 graveyard.note_operand(value)
                 return None
         return value
-
-
-def _op(owner) -> ir.Operation:
-    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _bounds(loop: ir.Operation) -> list[ir.Value]:

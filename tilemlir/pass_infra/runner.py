@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from tilemlir.errors import CompileError, Diagnostic, SourceLocation
+from tilemlir.config import settings
+from tilemlir.diagnostics import CompileError, Diagnostic, SourceLocation, reporting as diag
 from tilemlir.mlir import MLIRError, PassManager, ir
-from tilemlir.passes import PassInfo, as_mlir_pass, load_passes
-from tilemlir.passes import diag
-from tilemlir.passes.pipeline_text import PipelineElement, PipelineSyntaxError, parse_options, split_pipeline
+from tilemlir.pass_infra.pipeline_text import PipelineElement, PipelineSyntaxError, parse_options, split_pipeline
+from tilemlir.pass_infra.registry import PASS_MODULES, PassInfo, is_pass, lookup
 
 PIPELINE_SOURCE = "<pass-pipeline>"
 
@@ -183,10 +183,37 @@ def _print_module(print_ir: IRPrinting, title: str, op: ir.Operation) -> None:
 def _stage_pass_manager(stage: Stage, context: ir.Context) -> PassManager:
     pm = PassManager("builtin.module", context)
     if stage.info is not None:
-        pm.add(as_mlir_pass(stage.info, stage.options), stage.name)
+        pm.add(_as_mlir_pass(stage.info, stage.options), stage.name)
     else:
         pm.add(stage.text)
     return pm
+
+
+def _as_mlir_pass(info: PassInfo, options: Any) -> Callable:
+    """The callable `PassManager.add` takes: runs the pass and turns CompileError into pass failure.
+
+    Any other exception is a bug in the pass; inside a diagnostic scope it is
+    reported as an internal compiler error instead of escaping (no traceback
+    for the user unless TILEMLIR_TRACEBACK is set).
+    """
+
+    def run(op, pass_):
+        sink = diag.active_sink()
+        try:
+            info.run(op, options)
+        except CompileError as err:
+            if sink is None:
+                raise
+            for d in err.diagnostics:
+                sink.add(d)
+            pass_.signal_pass_failure()
+        except Exception as exc:
+            if sink is None:
+                raise
+            sink.add(diag.internal_error(info.name, exc, op, with_traceback=settings().traceback))
+            pass_.signal_pass_failure()
+
+    return run
 
 
 @contextmanager
@@ -233,7 +260,7 @@ def build_stages(pipeline: PipelineSpec, context: ir.Context) -> list[Stage]:
 
 
 def _stage_from_options(name: str, options: Any) -> Stage:
-    info = load_passes().get(name)
+    info = lookup(name)
     if info is None:
         raise CompileError(f"unknown pass '{name}'{_suggestion(name)}")
     if not isinstance(options, info.options):
@@ -242,7 +269,7 @@ def _stage_from_options(name: str, options: Any) -> Stage:
 
 
 def _stage(element: PipelineElement, text: str, context: ir.Context) -> Stage:
-    info = load_passes().get(element.name)
+    info = lookup(element.name)
     if info is not None:
         if element.nested is not None:
             raise _pipeline_error(f"'{element.name}' is a pass, not an op to nest a pipeline under", element.column, text)
@@ -263,7 +290,7 @@ def _inner_names(element: PipelineElement, text: str) -> frozenset[str]:
     names: set[str] = set()
     base = element.column + element.text.index("(")
     for inner in split_pipeline(element.nested, base):
-        if inner.name in load_passes():
+        if is_pass(inner.name):
             raise _pipeline_error(
                 f"pass '{inner.name}' runs on the whole module; it cannot be nested under '{element.name}'",
                 inner.column,
@@ -291,7 +318,7 @@ def _check_upstream(element: PipelineElement, text: str, context: ir.Context) ->
 
 
 def _suggestion(name: str) -> str:
-    close = difflib.get_close_matches(name, list(load_passes()), n=1)
+    close = difflib.get_close_matches(name, list(PASS_MODULES), n=1)
     return f" (did you mean '{close[0]}'?)" if close else " (not a tilemlir pass nor a registered upstream MLIR pass)"
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.errors import CompileError
+from tilemlir.diagnostics import CompileError, reporting as diag
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 
 @dataclass(frozen=True)

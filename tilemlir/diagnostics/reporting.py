@@ -1,11 +1,12 @@
-"""How passes report located errors, remarks and statistics.
+"""The MLIR half of the diagnostics: located errors, remarks and statistics from code working on IR.
 
-A pass raises `CompileError` (built with `error(op, ...)`), records a remark
-with `remark(op, ...)` or a warning with `warning(op, ...)`, and counts what
-it did with `statistic("guards-proved", n)`. The pass wrapper in
-`tilemlir.passes` catches the error, files its diagnostics into the active
-`DiagnosticSink` and signals pass failure; tools print the sink,
-`--verify-diagnostics` matches it and `--pass-statistics` prints the counters.
+The frontend, the analyses, the passes and the backends raise `CompileError`
+(built with `error(op, ...)`), a pass records a remark with `remark(op, ...)`
+or a warning with `warning(op, ...)`, and counts what it did with
+`statistic("guards-proved", n)`. The pass wrapper in `tilemlir.pass_infra.runner`
+catches the error, files its diagnostics into the active `DiagnosticSink`
+and signals pass failure; tools print the sink, `--verify-diagnostics`
+matches it and `--pass-statistics` prints the counters.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ import re
 import traceback
 from dataclasses import dataclass, field
 
-from tilemlir.config import settings
-from tilemlir.errors import CompileError, Diagnostic, SourceLocation
+from tilemlir.diagnostics import CompileError, Diagnostic, SourceLocation
 from tilemlir.mlir import ir
 
 _FILE_LINE_COL = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
@@ -43,13 +43,11 @@ def error(where, message: str, notes: list[Diagnostic] | tuple = ()) -> CompileE
     return CompileError([Diagnostic("error", message, source_location(where), tuple(notes))])
 
 
-def internal_error(pass_name: str, exc: BaseException, where=None) -> Diagnostic:
-    """The diagnostic of a Python exception raised inside pass `pass_name` (a bug in the pass).
-
-    With TILEMLIR_TRACEBACK=1 the traceback comes along as a note.
-    """
+def internal_error(pass_name: str, exc: BaseException, where=None, *, with_traceback: bool) -> Diagnostic:
+    """The diagnostic of a Python exception raised inside pass `pass_name` (a bug in the pass);
+    `with_traceback` (TILEMLIR_TRACEBACK=1, for the caller to read) adds the traceback as a note."""
     notes = ()
-    if settings().traceback:
+    if with_traceback:
         text = "".join(traceback.format_exception(exc)).rstrip()
         notes = (Diagnostic("note", f"Python traceback:\n{text}"),)
     message = f"internal compiler error in pass '{pass_name}': {type(exc).__name__}: {exc}"

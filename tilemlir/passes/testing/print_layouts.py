@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import LayoutError
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.ir_util import operation, walk_ops
 from tilemlir.mlir import ir
-from tilemlir.passes import diag, register_pass
+from tilemlir.pass_infra.registry import register_pass
 
 
 def describe(alloc: ir.Operation) -> str:
@@ -28,8 +30,8 @@ def describe(alloc: ir.Operation) -> str:
 
 @register_pass("test-print-layouts", "remark every fragment's layout at its allocation (for lit tests)")
 def run(module: ir.Operation, options) -> None:
-    module = lir.operation(module)
+    module = operation(module)
     with module.context, module.location:
-        for op in lir.walk_ops(module):
+        for op in walk_ops(module):
             if op.name == "tile.alloc_fragment":
                 diag.remark(op, describe(op))
