@@ -135,9 +135,10 @@ def artifact_resources(directory: Path, built: dict[str, Any]) -> dict[str, Any]
     if found.get("error") and built.get("resources") and not built["resources"].get("error"):
         found = {**built["resources"], "read": f"at build time ({found['error']} here)"}
     found["dynamic_shared"] = signature.get("shared_bytes", 0)
-    attributes = ours.function_attributes(cubin.read_bytes(), name)
-    if attributes:
-        found["driver"] = attributes
+    try:
+        found["driver"] = ours.function_attributes(cubin.read_bytes(), name)
+    except Exception as exc:  # no driver (a CPU-only machine): the cuobjdump numbers stand alone
+        found["driver"] = {"error": f"{type(exc).__name__}: {exc}"}
     source = (directory / f"{name}.cu").read_text()
     found["path"] = gemm_cases.matrix_path(found.get("opcodes"), source)
     if "compile_s" in built:

@@ -26,8 +26,9 @@ _WIDTH_BITS = {"128": 128, "64": 64, "U16": 16, "S16": 16, "U8": 8, "S8": 8}  # 
 _STG128 = re.compile(r"\bSTG(?:\.[A-Z0-9_]+)*\.128\b")
 _LOCAL_MEMORY = re.compile(r"\b(?:LDL|STL)(?:\.[A-Z0-9_]+)*\b")
 _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
-# the matrix path of a GEMM: mma.sync (HMMA), wgmma (HGMMA), ldmatrix (LDSM), cp.async (LDGSTS), SIMT FMAs
-MATRIX_OPCODES = ("HMMA", "HGMMA", "LDSM", "LDGSTS", "FFMA")
+# the matrix path of a GEMM: mma.sync (HMMA), wgmma (HGMMA), ldmatrix (LDSM), cp.async (LDGSTS), and the
+# SIMT path's multiply-adds (FFMA, or FMUL + FADD when contraction is off)
+MATRIX_OPCODES = ("HMMA", "HGMMA", "LDSM", "LDGSTS", "FFMA", "FMUL")
 
 
 def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
