@@ -148,13 +148,14 @@ def artifact_resources(directory: Path, built: dict[str, Any]) -> dict[str, Any]
 
 # -- the run -------------------------------------------------------------------------------------
 class GemmRunner:
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, device: str = "cuda"):
         import torch
 
         from benchmarks import measure
 
         self.args = args
         self.torch = torch
+        self.device = device
         self.short = measure._short
         self.timing = measure.Timing(quick=args.quick)
         self.results: list[dict] = []
@@ -165,7 +166,7 @@ class GemmRunner:
         self.tilelang_off = "--no-tilelang" if args.no_tilelang else None
         self.triton_off = "--no-triton" if args.no_triton else None
         self.manifest = self.read_manifest()
-        self.env = collect_env(args, self.manifest)
+        self.env = collect_env(args, self.manifest) if device.startswith("cuda") else {"device": device}
         torch.backends.cuda.matmul.allow_tf32 = False  # the float32 reference
         torch.backends.cudnn.allow_tf32 = False
 
@@ -261,11 +262,11 @@ class GemmRunner:
         torch = self.torch
         m, n, k = case.shape.m, case.shape.n, case.shape.k
         dtype = getattr(torch, case.dtype)
-        generator = torch.Generator(device="cuda").manual_seed(seed)
-        a = torch.randn(m, k, generator=generator, device="cuda").to(dtype)
-        b = torch.randn(k, n, generator=generator, device="cuda").to(dtype)
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        a = torch.randn(m, k, generator=generator, device=self.device).to(dtype)
+        b = torch.randn(k, n, generator=generator, device=self.device).to(dtype)
         ref = torch.matmul(a.float(), b.float())
-        c = torch.empty(m, n, device="cuda", dtype=dtype)
+        c = torch.empty(m, n, device=self.device, dtype=dtype)
         runnable, entries = self.impls(case)
         for name, (call, text) in runnable.items():
             entries[name] = self.check(call, text, a, b, c, ref, case.error_bound)
@@ -287,7 +288,8 @@ class GemmRunner:
             call(a, b, c)  # compiles, autotunes, loads the module
             c.fill_(float("nan"))
             call(a, b, c)
-            torch.cuda.synchronize()
+            if self.device.startswith("cuda"):
+                torch.cuda.synchronize()
         except Exception as exc:
             return {"status": "error", "reason": self.short(exc), "call": text}
         unwritten = int(torch.isnan(c).sum())

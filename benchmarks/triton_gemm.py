@@ -43,8 +43,8 @@ def _matmul_kernel(A, B, C, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
     a_ptrs = A + rows[:, None].to(tl.int64) * stride_am + ks[None, :] * stride_ak
     b_ptrs = B + ks[:, None].to(tl.int64) * stride_bk + cols[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        k_left = K - k * BLOCK_K
+    for k0 in range(0, K, BLOCK_K):
+        k_left = K - k0
         a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (ks[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(ks[:, None] < k_left) & (cols[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)

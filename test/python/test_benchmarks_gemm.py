@@ -268,3 +268,100 @@ def test_run_script_modes(tmp_path):
     assert calls == ["compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 python3 "
                      "test/gpu/sanitize_examples.py",
                      "compute-sanitizer --tool racecheck --error-exitcode 1 python3 test/gpu/sanitize_examples.py"]
+
+
+# -- the runner on the CPU (where torch is installed) -------------------------------------------
+class FakeTiming:
+    """Stands in for do_bench: runs the call once and reports a fixed time per implementation."""
+
+    def __init__(self, times):
+        self.times = iter(times)
+
+    def __call__(self, fn):
+        fn()
+        return next(self.times)
+
+
+def cpu_runner(monkeypatch, tmp_path, impls):
+    from benchmarks import bench_gemm
+
+    args = parse_args(["--shapes", "129x96x80", "--dtypes", "bf16", "--no-triton", "--no-tilelang",
+                       "--artifacts", str(tmp_path), "--out", str(tmp_path / "out"), "--seed", "5"])
+    runner = bench_gemm.GemmRunner(args, device="cpu")
+    monkeypatch.setattr(runner, "impls", lambda case: (impls, {"tilelang": {"status": "skipped", "reason": "x"}}))
+    return args, runner
+
+
+def test_runner_checks_poisoned_outputs_then_times_only_the_correct(monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def honest(a, b, c):
+        return torch.matmul(a, b, out=c)
+
+    def skips_last_row(a, b, c):
+        c[:-1] = torch.matmul(a[:-1], b)
+
+    def wrong(a, b, c):
+        c.copy_(torch.matmul(a, b) * 1.05)
+
+    impls = {"ours": (skips_last_row, "ours"), "torch": (honest, "torch"), "triton": (wrong, "wrong")}
+    args, runner = cpu_runner(monkeypatch, tmp_path, impls)
+    runner.timing = FakeTiming([10.0, 11.0])  # two rounds of the one correct implementation
+    result = runner.run_case(args.cases[0], args.seed)
+    ours, peer, bad = (result["impls"][n] for n in ("ours", "torch", "triton"))
+    assert ours["unwritten"] == 96 and not ours["ok"] and "times_us" not in ours
+    assert peer["ok"] and 0 < peer["error"] < 8e-3 and peer["times_us"] == [10.0, 11.0]
+    assert not bad["ok"] and bad["error"] == pytest.approx(0.05, rel=0.05) and bad["unwritten"] == 0
+    assert result["flops"] == 2 * 129 * 96 * 80 and result["artifact"] == "gemm_bf16_n96_k80"
+    runner.results.append(result)
+    runner.write()
+    saved = json.loads((tmp_path / "out" / "bench_gemm.json").read_text())
+    assert saved["results"][0]["impls"]["torch"]["times_us"] == [10.0, 11.0]
+    text = (tmp_path / "out" / "bench_gemm.md").read_text()
+    assert "| gemm_bf16_129x96x80 | — | WRONG | " in text and "FAIL " in text and "(96 NaN)" in text
+
+
+def test_runner_reports_a_failing_implementation_and_goes_on(monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+
+    def raises(a, b, c):
+        raise RuntimeError("launch failed: too many resources requested")
+
+    impls = {"ours": (raises, "ours"), "torch": (lambda a, b, c: torch.matmul(a, b, out=c), "torch")}
+    args, runner = cpu_runner(monkeypatch, tmp_path, impls)
+    runner.timing = FakeTiming([5.0, 5.0])
+    result = runner.run_case(args.cases[0], args.seed)
+    assert result["impls"]["ours"] == {"status": "error", "call": "ours",
+                                       "reason": "RuntimeError: launch failed: too many resources requested"}
+    assert result["impls"]["torch"]["ok"]
+
+
+TRITON_GEMM_ON_THE_CPU = """
+import torch, triton
+from benchmarks import triton_gemm
+torch.manual_seed(0)
+for (m, n, k), dtype in (((129, 96, 80), torch.float16), ((70, 200, 64), torch.float32)):
+    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    c = torch.full((m, n), float("nan"), dtype=dtype)
+    grid = (triton.cdiv(m, 32) * triton.cdiv(n, 64),)
+    triton_gemm._matmul_kernel.fn[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                        c.stride(0), c.stride(1), BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, GROUP_M=3)
+    ref = (a.double() @ b.double())
+    print(int(torch.isnan(c).sum()), float((c.double() - ref).norm() / ref.norm()))
+"""
+
+
+def test_triton_gemm_masks_ragged_edges_under_the_interpreter():
+    """The Triton peer's kernel (one config, autotune bypassed) under TRITON_INTERPRET=1: M, N and K
+    not multiples of the blocks, grouped program order with a partial last group. (The interpreter's
+    bf16 dot is not usable, so fp16 and fp32; the GPU run checks bf16.)"""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    env = {**__import__("os").environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", TRITON_GEMM_ON_THE_CPU], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (nan16, err16), (nan32, err32) = [(int(a), float(b)) for a, b in (line.split() for line in done.stdout.split("\n")
+                                                                      if line.strip())]
+    assert nan16 == nan32 == 0
+    assert 0 < err16 < 2e-3 and 0 < err32 < 1e-5
