@@ -6,7 +6,7 @@
 #       carry=[".whl", "benchmarks/artifacts"]
 #   bash benchmarks/run_on_h200.sh gemm [ARGS]       issue 16: mma_ceiling.py, then bench_gemm.py (e.g. --dtypes bf16 --shapes 4096^3)
 #       carry=[".whl", "benchmarks/artifacts_gemm"]
-#   bash benchmarks/run_on_h200.sh tests [ARGS]      pytest test/gpu (e.g. -k gemm)
+#   bash benchmarks/run_on_h200.sh tests [ARGS]      pytest test/gpu and the runtime fast-path tests (e.g. -k gemm)
 #       carry=["test/gpu/artifacts"]
 #   bash benchmarks/run_on_h200.sh sanitize          compute-sanitizer memcheck and racecheck over test/gpu/sanitize_examples.py
 #       carry=["test/gpu/artifacts"]
@@ -67,7 +67,8 @@ case $MODE in
       echo "no pytest on this machine: carry its wheels in .whl (pytest, pluggy, iniconfig, packaging)"; exit 2
     fi
     artifacts_of test/gpu/artifacts "python3 test/gpu/build_artifacts.py"
-    python3 -m pytest -q -p no:cacheprovider -rs test/gpu "$@" 2>&1 | tee "$OUT/test_gpu.log"
+    python3 -m pytest -q -p no:cacheprovider -rs test/gpu test/python/test_runtime_fastpath_torch.py "$@" 2>&1 \
+      | tee "$OUT/test_gpu.log"
     ;;
   sanitize)
     artifacts_of test/gpu/artifacts "python3 test/gpu/build_artifacts.py"

@@ -262,7 +262,8 @@ def test_run_script_modes(tmp_path):
     assert calls == [f"python3 -m benchmarks.bench_memory_bound --no-tilelang --out {tmp_path}/out --kernels softmax"]
     (tmp_path / "calls").unlink()
     _, calls = run_script(tmp_path, "tests", "-k", "gemm")
-    assert calls[-1] == "python3 -m pytest -q -p no:cacheprovider -rs test/gpu -k gemm"
+    assert calls[-1] == ("python3 -m pytest -q -p no:cacheprovider -rs test/gpu "
+                         "test/python/test_runtime_fastpath_torch.py -k gemm")
     (tmp_path / "calls").unlink()
     _, calls = run_script(tmp_path, "sanitize")
     assert calls == ["compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 python3 "
