@@ -99,19 +99,26 @@ def correctness_table(results: Sequence[dict[str, Any]]) -> str:
 
 def resources_row(artifact: str, res: dict[str, Any]) -> list[str]:
     if res.get("error"):
-        return [artifact, res.get("path", "—"), res["error"], *["—"] * 8]
+        return [artifact, res.get("path", "—"), res["error"], *["—"] * 9]
     spills = "0" if not res.get("local") and not res.get("local_insts") else \
         f"{res.get('stack', 0)} B stack, {res.get('local', 0)} B local, {res.get('local_insts', 0)} LDL/STL"
     ops = res.get("opcodes") or {}
     return [artifact, res.get("path", "—"), str(res.get("regs", "—")), spills, str(res.get("shared", "—")),
             str(res.get("dynamic_shared", "—")), *(str(ops.get(op, "—")) for op in ("HMMA", "LDSM", "LDGSTS")),
             f"{ops.get('FFMA', '—')} / {ops.get('FMUL', '—')}",
-            fmt_num(res.get("compile_s"), 1)]
+            fmt_num(res.get("compile_s"), 1), extra_args_cell(res.get("extra_args"))]
+
+
+def extra_args_cell(extra: dict[str, Any] | None) -> str:
+    """The factory arguments the artifact was built with beyond N, K and the dtype ('defaults' when none)."""
+    if extra is None:
+        return "—"
+    return ", ".join(f"{k}={v}" for k, v in sorted(extra.items())) or "defaults"
 
 
 def resources_table(resources: dict[str, dict[str, Any]]) -> str:
     headers = ["our artifact", "path", "regs", "spills", "static smem B", "dynamic smem B", "HMMA", "LDSM", "LDGSTS",
-               "FFMA / FMUL", "compile s (here)"]
+               "FFMA / FMUL", "compile s (here)", "factory args"]
     return markdown_table(headers, [resources_row(a, r) for a, r in resources.items()])
 
 

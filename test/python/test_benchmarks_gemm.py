@@ -144,6 +144,7 @@ def test_tables_and_markdown_from_fake_timings():
     results = [fake_result(), slow]
     resources = {"gemm_bf16_n4096_k4096": {"path": "SIMT", "regs": 255, "stack": 832, "local": 0, "local_insts": 1053,
                                            "shared": 1024, "dynamic_shared": 16384, "compile_s": 24.0,
+                                           "extra_args": {"num_stages": 4, "block_K": 64},
                                            "opcodes": {"HMMA": 0, "LDSM": 0, "LDGSTS": 0, "FFMA": 0, "FMUL": 1397}}}
     perf = gemm_report.perf_table(results, {"gemm_bf16_n4096_k4096": "SIMT"})
     rows = perf.splitlines()
@@ -153,7 +154,9 @@ def test_tables_and_markdown_from_fake_timings():
     assert "| 40.0% | 40.0% |" in rows[3]
     table = gemm_report.resources_table(resources)
     assert "| gemm_bf16_n4096_k4096 | SIMT | 255 | 832 B stack, 0 B local, 1053 LDL/STL | 1024 | 16384 | 0 | 0 | 0 " \
-           "| 0 / 1397 | 24.0 |" in table
+           "| 0 / 1397 | 24.0 | block_K=64, num_stages=4 |" in table
+    assert gemm_report.resources_row("x", {"error": "no cuobjdump"})[2] == "no cuobjdump"
+    assert len(gemm_report.resources_row("x", {"error": "no cuobjdump"})) == table.splitlines()[0].count("|") - 1
     text = gemm_report.full_markdown({"env": {"gpu": "fake"}, "results": results, "resources": resources,
                                       "notes": ["wall time 3 s"]})
     assert "- gpu: fake" in text and "ok 2.0e-03" in text
@@ -230,6 +233,7 @@ def test_built_artifact_loads_without_the_compiler_and_reports_its_path(tmp_path
     else:
         assert found["path"] == "mma.sync" and ops["HMMA"] >= 64 * 64 * 32 // (16 * 8 * 16) // 4
     assert found["dynamic_shared"] == kernel.signature.shared_bytes and found["compile_s"] == entry["compile_s"]
+    assert found["extra_args"] == {"block_M": 64, "block_N": 64, "block_K": 32}
     assert entry["path"] == found["path"] and entry["resources"]["opcodes"] == ops
 
 
