@@ -37,7 +37,7 @@ GEMM_ARTIFACTS = Path(__file__).resolve().parent / "artifacts_gemm"
 EXAMPLE = ROOT / "examples" / "gemm.py"
 FACTORY = "matmul"
 MANIFEST = "manifest.json"
-# Everything that travels with a GPU call, the TileLang bundle (17 MB) and the repository included,
+# Everything that travels with a GPU call, the TileLang bundle (37 MB) and the repository included,
 # must stay under 64 MiB.
 SIZE_WARNING = 24 * 2**20
 
@@ -122,6 +122,32 @@ def write_manifest(root: Path, entries: dict[str, Any]) -> None:
     (root / COMMIT_FILE).write_text(manifest["source_commit"] + "\n")
 
 
+def repository_bytes() -> int | None:
+    """What the device tool sends of the repository: tracked plus untracked, not ignored, files."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    files = (ROOT / name for name in done.stdout.decode().split("\0") if name)
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def carry_line(artifacts: int) -> str:
+    """The size of a `run_on_h200.sh gemm` call: repository + .whl + these artifacts, against 64 MiB."""
+    wheels = dir_size(ROOT / ".whl")
+    repository = repository_bytes()
+    if repository is None:
+        return f"artifacts {artifacts / 2**20:.1f} MiB + .whl {wheels / 2**20:.1f} MiB (+ the repository) of 64 MiB"
+    total = repository + wheels + artifacts
+    return (f"a gemm call carries {total / 2**20:.1f} MiB of 64: repository {repository / 2**20:.1f}, "
+            f".whl {wheels / 2**20:.1f}, artifacts {artifacts / 2**20:.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -143,9 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     total = dir_size(args.out)
     print(f"{len(entries)} built, {len(failed)} failed, paths: {', '.join(paths) or '—'}; "
           f"{args.out} holds {total / 2**20:.2f} MiB")
+    print(carry_line(total))
     if total > SIZE_WARNING:
-        print(f"warning: over {SIZE_WARNING // 2**20} MiB; with the 17 MB TileLang bundle and the repository, "
-              "a GPU call carries at most 64 MiB")
+        print(f"warning: artifacts over {SIZE_WARNING // 2**20} MiB; with the 37 MB TileLang bundle and the "
+              "repository, a GPU call carries at most 64 MiB")
     return 1 if failed else 0
 
 

@@ -370,3 +370,16 @@ def test_triton_gemm_masks_ragged_edges_under_the_interpreter():
                                                                       if line.strip())]
     assert nan16 == nan32 == 0
     assert 0 < err16 < 2e-3 and 0 < err32 < 1e-5
+
+
+def test_carry_line_adds_the_repository_the_wheels_and_the_artifacts(tmp_path, monkeypatch):
+    repository = build_gemm_artifacts.repository_bytes()
+    assert repository is not None and repository > 100_000  # this checkout's tracked files
+    line = build_gemm_artifacts.carry_line(3 * 2**20)
+    wheels = build_gemm_artifacts.dir_size(ROOT / ".whl")
+    assert line == (f"a gemm call carries {(repository + wheels + 3 * 2**20) / 2**20:.1f} MiB of 64: repository "
+                    f"{repository / 2**20:.1f}, .whl {wheels / 2**20:.1f}, artifacts 3.0")
+    (tmp_path / ".whl").mkdir()
+    (tmp_path / ".whl" / "bundle.tar.xz").write_bytes(b"x" * 2**20)
+    monkeypatch.setattr(build_gemm_artifacts, "ROOT", tmp_path)  # not a git checkout
+    assert build_gemm_artifacts.carry_line(0) == "artifacts 0.0 MiB + .whl 1.0 MiB (+ the repository) of 64 MiB"
