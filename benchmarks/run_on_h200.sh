@@ -2,14 +2,16 @@
 # The benchmarks and GPU tests on the H200, run from the repository root by the device tool. The first
 # argument picks what runs; the rest go to its Python command.
 #
-#   bash benchmarks/run_on_h200.sh [memory] [ARGS]   issue 8: bench_memory_bound.py (the default; e.g. --kernels softmax --quick)
-#       carry=[".whl", "benchmarks/artifacts"]
-#   bash benchmarks/run_on_h200.sh gemm [ARGS]       issue 16: mma_ceiling.py, then bench_gemm.py (e.g. --dtypes bf16 --shapes 4096^3)
-#       carry=[".whl", "benchmarks/artifacts_gemm"]
-#   bash benchmarks/run_on_h200.sh tests [ARGS]      pytest test/gpu and the runtime fast-path tests (e.g. -k gemm)
-#       carry=["test/gpu/artifacts"]
-#   bash benchmarks/run_on_h200.sh sanitize          compute-sanitizer memcheck and racecheck over test/gpu/sanitize_examples.py
-#       carry=["test/gpu/artifacts"]
+#   bash benchmarks/run_on_h200.sh [memory] [ARGS]   issue 8: bench_memory_bound.py (the default mode)
+#       carry=[".whl", "benchmarks/artifacts"]; ARGS e.g. --kernels softmax --quick
+#   bash benchmarks/run_on_h200.sh gemm [ARGS]       issue 16: mma_ceiling.py, then bench_gemm.py
+#       carry=[".whl", "benchmarks/artifacts_gemm"]; ARGS e.g. --dtypes bf16 --shapes 4096^3
+#   bash benchmarks/run_on_h200.sh tests [ARGS]      pytest test/gpu and the runtime fast-path tests
+#       carry=["test/gpu/artifacts"]; ARGS e.g. -k gemm
+#   bash benchmarks/run_on_h200.sh sanitize          compute-sanitizer memcheck and racecheck over
+#       carry=["test/gpu/artifacts"]                 test/gpu/sanitize_examples.py
+#
+# benchmarks/README.md says how to build what each mode carries.
 #
 # .whl/tilelang-bundle.tar.xz (tools/pack_tilelang.sh) brings TileLang 0.1.15; without it TileLang is left out.
 # The artifact directories hold our precompiled kernels (the machine has no MLIR): benchmarks/build_artifacts.py,
@@ -36,9 +38,10 @@ unpack_tilelang() {
 }
 artifacts_of() {  # directory, the command that builds it here
   if [ -d "$1" ]; then
-    echo "$1: $(find "$1" -name signature.json | wc -l) artifacts, built from $(cat "$1/SOURCE_COMMIT" 2>/dev/null || echo '?')"
+    local commit; commit=$(cat "$1/SOURCE_COMMIT" 2>/dev/null || echo "an unrecorded commit")
+    echo "$1: $(find "$1" -name signature.json | wc -l) artifacts, built from $commit"
   else
-    echo "no $1 (build it here with '$2' and carry it): our kernels will be reported missing"
+    echo "no $1 (build it here with '$2' and carry it): our kernels will be missing"
   fi
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv

@@ -105,5 +105,6 @@ def kernel_for(case: ExampleCase):
 
     if not (ARTIFACTS / case.name / "signature.json").is_file():
         raise FileNotFoundError(f"no compiler here (torch_mlir) and no artifact {ARTIFACTS / case.name}: run "
-                                "`python test/gpu/build_artifacts.py` where the compiler is and carry test/gpu/artifacts")
+                                "`python test/gpu/build_artifacts.py` where the compiler is and carry "
+                                "test/gpu/artifacts")
     return load(ARTIFACTS / case.name)
