@@ -26,6 +26,9 @@ _WIDTH_BITS = {"128": 128, "64": 64, "U16": 16, "S16": 16, "U8": 8, "S8": 8}  # 
 _STG128 = re.compile(r"\bSTG(?:\.[A-Z0-9_]+)*\.128\b")
 _LOCAL_MEMORY = re.compile(r"\b(?:LDL|STL)(?:\.[A-Z0-9_]+)*\b")
 _SASS_INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")
+# the matrix path of a GEMM: mma.sync (HMMA), wgmma (HGMMA), ldmatrix (LDSM), cp.async (LDGSTS), and the
+# SIMT path's multiply-adds (FFMA, or FMUL + FADD when contraction is off)
+MATRIX_OPCODES = ("HMMA", "HGMMA", "LDSM", "LDGSTS", "FFMA", "FMUL")
 
 
 def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
@@ -60,6 +63,18 @@ def count_sass(text: str) -> dict[str, int]:
             "stg_bits": _access_widths(instructions, _STG),
             "local_insts": sum(bool(_LOCAL_MEMORY.search(i)) for i in instructions),
             "instructions": len(instructions)}
+
+
+def count_opcodes(text: str, opcodes: tuple[str, ...]) -> dict[str, int]:
+    """How many SASS instructions have each of `opcodes` as their opcode (any suffixes, any predicate)."""
+    counts = dict.fromkeys(opcodes, 0)
+    for instruction in sass_instructions(text):
+        words = instruction.split()
+        opcode = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+        base = opcode.split(".")[0]
+        if base in counts:
+            counts[base] += 1
+    return counts
 
 
 def _access_widths(instructions: list[str], opcode: re.Pattern) -> dict[int, int]:
@@ -123,9 +138,10 @@ def _disassembler_env() -> dict[str, str]:
     return env
 
 
-def inspect_cubin(cubin: Path, function: str | None = None) -> dict[str, object]:
-    """Resource usage of `function` (the only one when None) and SASS counts of the whole cubin;
-    {"error": why} when cuobjdump is missing or fails."""
+def inspect_cubin(cubin: Path, function: str | None = None, opcodes: tuple[str, ...] = ()) -> dict[str, object]:
+    """Resource usage of `function` (the only one when None) and SASS counts of the whole cubin
+    (with `opcodes`: also {"opcodes": count_opcodes(...)}); {"error": why} when cuobjdump is
+    missing or fails."""
     tool = find_cuobjdump()
     if tool is None:
         return {"error": "no cuobjdump (the dev extra's nvidia-cuda-cuobjdump, the CUDA toolkit or Triton's wheel)"}
@@ -139,7 +155,10 @@ def inspect_cubin(cubin: Path, function: str | None = None) -> dict[str, object]
         function = next(iter(usage))
     if function not in usage:
         return {"error": f"cuobjdump lists functions {sorted(usage)}, not {function!r}"}
-    return {**usage[function], **count_sass(sass_text), "cuobjdump": tool}
+    found = {**usage[function], **count_sass(sass_text), "cuobjdump": tool}
+    if opcodes:
+        found["opcodes"] = count_opcodes(sass_text, opcodes)
+    return found
 
 
 def _run(tool: str, flag: str, cubin: Path) -> str:

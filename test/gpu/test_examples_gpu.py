@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
-from example_cases import CASES, example_module, kernel_for  # noqa: E402
+from example_cases import CASES, GEMM_CASES, example_module, kernel_for  # noqa: E402
 
 TORCH_VIEWS = {"bfloat16": (np.int16, torch.bfloat16), "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
                "float8_e5m2": (np.uint8, torch.float8_e5m2)}
@@ -81,6 +81,13 @@ def make_inputs(module, case, rows, rng):
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_example_on_gpu(case):
+    check_example(case, case.rows)
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=lambda c: c.name)
+def test_gemm_at_benchmark_shapes_on_gpu(case):
+    if case.params.get("dtype") == "bfloat16":
+        pytest.importorskip("ml_dtypes")  # numpy's bfloat16, for the example's make_inputs
     check_example(case, case.rows)
 
 
