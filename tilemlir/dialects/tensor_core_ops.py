@@ -152,3 +152,22 @@ def shared_index_operands(op: ir.Operation) -> list[tuple[ir.Value, list[ir.Valu
 
 
 TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")
+
+
+# -- the tile-level `tile.mma` attribute on tile.gemm (set by select-mma) --------------------------
+MMA_ATTR = "tile.mma"
+POLICY_ATTR = "tile.gemm_policy"  # T.gemm(..., policy=T.GemmWarpPolicy.X), as "square", "full_row", "full_col"
+POLICIES = ("square", "full_row", "full_col")
+
+
+def mma_attr(warps_m: int, warps_n: int, shape: str = "m16n8k16") -> ir.Attribute:
+    """`{shape = "m16n8k16", warps_m, warps_n}`: the warp grid splitting C, warps_m * warps_n warps."""
+    return ir.DictAttr.get({"shape": ir.StringAttr.get(shape), "warps_m": _i64(warps_m), "warps_n": _i64(warps_n)})
+
+
+def mma_warps(op: ir.Operation) -> tuple[int, int] | None:
+    """(warps_m, warps_n) of a gemm `select-mma` gave `tile.mma`, else None."""
+    if MMA_ATTR not in op.attributes:
+        return None
+    attr = ir.DictAttr(op.attributes[MMA_ATTR])
+    return ir.IntegerAttr(attr["warps_m"]).value, ir.IntegerAttr(attr["warps_n"]).value
