@@ -158,6 +158,7 @@ TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")
 MMA_ATTR = "tile.mma"
 POLICY_ATTR = "tile.gemm_policy"  # T.gemm(..., policy=T.GemmWarpPolicy.X), as "square", "full_row", "full_col"
 POLICIES = ("square", "full_row", "full_col")
+GEMM_MNK_ATTR = "tile.gemm_mnk"  # [M, N, K] of a gemm kept at the thread level (its fragments are register arrays)
 
 
 def mma_attr(warps_m: int, warps_n: int, shape: str = "m16n8k16") -> ir.Attribute:
