@@ -785,7 +785,7 @@ def _thread_level_gemm_problem(op, a, b, c, ring: int) -> str | None:
 def gemm_ring_indices(op: ir.Operation) -> tuple[list[ir.Value], list[ir.Value]]:
     """The leading indices that select A's and B's tile in their rings (empty for plain tiles)."""
     operands = list(op.operands)
-    lead_a = operands[0].type.rank - 2
+    lead_a = operands[0].type.rank - 2 if memory_space(operands[0].type) == SHARED else 0
     return operands[3:3 + lead_a], operands[3 + lead_a:]
 
 
