@@ -16,10 +16,13 @@ reduce over N or is (through a whole fragment copy) the A of another gemm,
 or when A is a fragment (its m16k16 layout gives each warp whole rows);
 else the squarest split, ties to more warps along M. A requested policy
 that no grid satisfies is a located error; other gemms stay for
-lower-gemm-simt, with a remark saying why.
+lower-gemm-simt, with a remark saying why. With `enable=false` (the
+compile option `tensor_cores=False`) it selects nothing.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.diagnostics import reporting as diag
@@ -34,8 +37,16 @@ ATOM_M, ATOM_N, ATOM_K = 16, 8, 16
 _ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",)}
 
 
-@register_pass("select-mma", "give tensor-core-eligible tile.gemm ops tile.mma (mma.sync m16n8k16, a warp grid)")
-def run(module: ir.Operation, options) -> None:
+@dataclass(frozen=True)
+class SelectMmaOptions:
+    enable: bool = True  # false: select nothing (every gemm on CUDA cores; the compile option tensor_cores=False)
+
+
+@register_pass("select-mma", "give tensor-core-eligible tile.gemm ops tile.mma (mma.sync m16n8k16, a warp grid)",
+               SelectMmaOptions)
+def run(module: ir.Operation, options: SelectMmaOptions) -> None:
+    if not options.enable:
+        return
     module = operation(module)
     with module.context, module.location:
         for gemm in ops_named(module, "tile.gemm"):
