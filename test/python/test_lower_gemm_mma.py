@@ -121,3 +121,69 @@ def test_epilogue_over_the_accumulator(rng):
     got, reference = run_both(fn, a, b, bias)
     assert rel_err(got, np.maximum(want + bias, 0)) <= 1e-5
     assert np.array_equal(got, reference)
+
+
+def test_policy_reaches_the_gemm_and_a_bad_one_is_a_located_error():
+    from tilemlir.pass_infra.runner import run_pipeline
+
+    for policy, grid in ((T.GemmWarpPolicy.FullCol, (1, 4)), (T.GemmWarpPolicy.FullRow, (4, 1)),
+                         (T.GemmWarpPolicy.Square, (2, 2)), (None, (2, 2))):
+        module = mma_gemm(64, 64, 32, policy=policy).frontend().module()
+        with module.context:
+            run_pipeline(module, "select-mma")
+            text = module.operation.get_asm()
+        assert ("tile.gemm_policy" in text) == (policy is not None)
+        assert policy is None or f'tile.gemm_policy = "{policy.value}"' in text
+        assert f"warps_m = {grid[0]} : i64, warps_n = {grid[1]} : i64" in text
+    bad = mma_gemm(64, 64, 32, policy="rows")
+    with pytest.raises(tilemlir.CompileError, match=r"test_lower_gemm_mma.py:\d+:\d+: .*'policy' must be a "
+                                                    r"T.GemmWarpPolicy \(Square, FullRow or FullCol\), got 'rows'"):
+        bad.frontend()
+
+
+# -- the CUDA of examples/gemm.py (NVRTC here, no GPU) -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def example_kernel():
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    if str(examples) not in sys.path:
+        sys.path.insert(0, str(examples))
+    import gemm
+
+    return tilemlir.compile(gemm.matmul.instantiate(N=4096, K=4096), target="cuda")
+
+
+def test_example_takes_the_tensor_core_path(example_kernel):
+    """128x128x32 tiles on 2x2 warps: per k16 step 4 ldmatrix.x4 of A, 4 ldmatrix.x4.trans of B, 32 mma.sync;
+    one line each, the step loop unrolled twice, each helper defined once."""
+    source = example_kernel.cuda_source()
+    body = source[source.index("#pragma unroll 2\n"):]
+    assert len(re.findall(r"^\s*tl_ldmatrix_x4\(a_frag( \+ \d+)?, &A_s\[", body, re.M)) == 4
+    assert len(re.findall(r"^\s*tl_ldmatrix_x4_trans\(b_frag( \+ \d+)?, &B_s\[", body, re.M)) == 4
+    calls = re.findall(r"^\s*tl_mma_m16n8k16_f32_f16\(C_f( \+ (\d+))?, a_frag( \+ \d+)?, b_frag( \+ \d+)?\);$", body,
+                       re.M)
+    assert sorted(int(c[1] or 0) for c in calls) == list(range(0, 128, 4))
+    for helper in ("tl_ldmatrix_x4(", "tl_ldmatrix_x4_trans(", "tl_mma_m16n8k16_f32_f16("):
+        assert source.count(f"__device__ __forceinline__ void {helper}") == 1
+
+
+def test_example_sass_keeps_the_fragments_in_registers(example_kernel, tmp_path):
+    from benchmarks.sass import find_cuobjdump, inspect_cubin
+
+    if find_cuobjdump() is None:
+        pytest.skip("no cuobjdump")
+    import subprocess
+
+    cubin = tmp_path / "gemm.cubin"
+    cubin.write_bytes(example_kernel.cubin)
+    usage = inspect_cubin(cubin)
+    assert usage["local"] == 0 and usage["stack"] == 0 and usage["local_insts"] == 0, usage
+    sass = subprocess.run([find_cuobjdump(), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    opcodes = re.findall(r"/\*[0-9a-f]{4}\*/\s+([A-Z][A-Z0-9_]*)", sass)
+    # two k16 steps of 32 mma.sync (m16n8k16 is one HMMA.16816) and 8 ldmatrix per K tile
+    assert opcodes.count("HMMA") == 64
+    assert opcodes.count("LDSM") == 16

@@ -76,6 +76,13 @@ def _select(gemm: ir.Operation) -> None:
         diag.remark(gemm, f"T.gemm runs on CUDA cores: no grid of {warps} warps tiles C ({m}x{n}) into whole "
                           "m16n8 atoms per warp")
         return
+    if memory_space(gemm.operands[0].type) == FRAGMENT and grid[1] != 1:
+        if policy is not None:
+            raise diag.error(gemm, f"T.gemm policy {policy!r} splits N over {grid[1]} warps, but a fragment A needs "
+                                   "every warp along M (use T.GemmWarpPolicy.FullRow)")
+        diag.remark(gemm, f"T.gemm runs on CUDA cores: a fragment A needs every warp along M, and {warps} warps "
+                          f"do not tile M = {m} into m16 atoms each")
+        return
     gemm.attributes[MMA_ATTR] = mma_attr(*grid)
 
 

@@ -52,3 +52,22 @@ func.func @remarks() attributes {tile.entry} {
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+// A fragment A needs every warp along M: 4 warps cannot each take m16 rows of M = 32.
+func.func @fragment_a_too_few_rows() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %a = "tile.alloc_fragment"() {name = "A_f"} : () -> memref<32x32xf16, "fragment">
+    %b = "tile.alloc_shared"() {name = "B_s"} : () -> memref<32x64xf16, "shared">
+    %c = "tile.alloc_fragment"() {name = "C"} : () -> memref<32x64xf32, "fragment">
+    // expected-remark @+1 {{T.gemm runs on CUDA cores: a fragment A needs every warp along M, and 4 warps do not tile M = 32 into m16 atoms each}}
+    "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = false} : (memref<32x32xf16, "fragment">, memref<32x64xf16, "shared">, memref<32x64xf32, "fragment">) -> ()
+    // expected-error @+1 {{T.gemm policy 'full_col' splits N over 4 warps, but a fragment A needs every warp along M}}
+    "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = false, tile.gemm_policy = "full_col"} : (memref<32x32xf16, "fragment">, memref<32x64xf16, "shared">, memref<32x64xf32, "fragment">) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}

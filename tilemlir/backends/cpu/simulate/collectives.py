@@ -123,14 +123,12 @@ class Collectives:
     def _check_row_alignment(self, op: ir.Operation, src: ir.Value, indices, tid: ir.Value) -> None:
         """This lane's row address must be 16-byte aligned: its last index a multiple of 8 elements (rows
         of the buffer hold whole 16-byte rows, which the op's verifier requires)."""
-        misplaced = arith.remui(indices[-1] if self.state.loop_defining(indices[-1]) is None
-                                else memref.load(self.state.storage(indices[-1]), [tid]), b.index(8))
+        last = self._lane_value(indices[-1], tid)
+        misplaced = arith.remui(last, b.index(8))
         with b.if_then(arith.cmpi(b.CMPI.ne, misplaced, b.index(0))):
             template = (f"ldmatrix at {self.checker.where(op)}: thread {{thread}} of block {{block}} addressed a "
                         f"row {{other}} elements past a 16-byte boundary (last index {{index}})")
-            self.checker.record(self.checker.site(template), tid, misplaced, indices[-1]
-                                if self.state.loop_defining(indices[-1]) is None
-                                else memref.load(self.state.storage(indices[-1]), [tid]))
+            self.checker.record(self.checker.site(template), tid, misplaced, last)
 
     # -- mma.sync ---------------------------------------------------------------------------------
     def _mma(self, op: ir.Operation, loop) -> None:
