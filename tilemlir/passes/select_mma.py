@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.mma_layouts import ATOM_K, ATOM_M, ATOM_N, WARP
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tensor_core_ops import MMA_ATTR, POLICIES, POLICY_ATTR, mma_attr
 from tilemlir.dialects.tile import FRAGMENT, SHARED, memory_space
@@ -32,8 +33,6 @@ from tilemlir.ir_util import enclosing, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 
-WARP = 32
-ATOM_M, ATOM_N, ATOM_K = 16, 8, 16
 _ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",)}
 
 
