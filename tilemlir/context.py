@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from tilemlir.dialects import tensor_core_ops  # noqa: F401  (defines its ops on Tile before Tile.load())
 from tilemlir.dialects.tile import Tile
 from tilemlir.mlir import ir
 

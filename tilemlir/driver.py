@@ -28,11 +28,12 @@ log = logging.getLogger("tilemlir.driver")
 
 TARGETS = ("cuda", "cpu")
 CPU_LEVELS = ("tile", "thread")
-_CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits")
+_CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits", "tensor_cores")
 # fast_math is accepted and has no effect on the CPU: the CPU backend is the exact reference.
 # index_bits: 32 or 64-bit index math in CUDA (None: 32 where proven exact, see emit_cuda/index_width.py);
 # the CPU backend computes it in 64 bits, so it takes 64 (or None) only.
-_CPU_OPTIONS = ("level", "fast_math", "index_bits")
+# tensor_cores=False: every T.gemm on CUDA cores (select-mma selects none), for comparisons and SIMT tests.
+_CPU_OPTIONS = ("level", "fast_math", "index_bits", "tensor_cores")
 
 
 def _text(module: ir.Module) -> str:
@@ -56,7 +57,15 @@ class _Dumper:
         self.count += 1
 
 
-def run_stages(module: ir.Module, until: str) -> tuple[dict[str, str], dict[str, float]]:
+def _stage_pipeline(stage: str, tensor_cores: bool) -> list:
+    if tensor_cores:
+        return STAGE_PIPELINES[stage]
+    from tilemlir.passes.select_mma import SelectMmaOptions
+
+    return [("select-mma", SelectMmaOptions(enable=False)) if p == "select-mma" else p for p in STAGE_PIPELINES[stage]]
+
+
+def run_stages(module: ir.Module, until: str, tensor_cores: bool = True) -> tuple[dict[str, str], dict[str, float]]:
     """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
@@ -68,7 +77,7 @@ def run_stages(module: ir.Module, until: str) -> tuple[dict[str, str], dict[str,
     for stage in STAGES:
         start = time.perf_counter()
         if STAGE_PIPELINES[stage]:
-            run_pipeline(module, STAGE_PIPELINES[stage], after_pass=dumper.after_pass)
+            run_pipeline(module, _stage_pipeline(stage, tensor_cores), after_pass=dumper.after_pass)
         seconds[stage] = time.perf_counter() - start
         texts[stage] = _text(module)
         if stage == until:
@@ -143,7 +152,7 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> Compile
     from tilemlir.runtime.nvrtc import resolve_arch
 
     arch = resolve_arch(options.get("arch"))
-    stage_ir, seconds = run_stages(module, "final")
+    stage_ir, seconds = run_stages(module, "final", bool(options.get("tensor_cores", True)))
     start = time.perf_counter()
     emitted = emit(module, fast_math=bool(options.get("fast_math", False)), index_bits=options.get("index_bits"),
                    arch=arch)
@@ -170,7 +179,7 @@ def _compile_cpu(module: ir.Module, info: KernelInfo, options: dict) -> Compiled
     if level not in CPU_LEVELS:
         raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {level!r}")
     until = "frontend" if level == "tile" else "final"
-    stage_ir, seconds = run_stages(module, until)
+    stage_ir, seconds = run_stages(module, until, bool(options.get("tensor_cores", True)))
     start = time.perf_counter()
     kernel = build(module, info, level=level)
     seconds["llvm"] = time.perf_counter() - start

@@ -15,6 +15,7 @@ what it does inside a kernel.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import numbers
 import sys
@@ -444,9 +445,19 @@ def reduce_absmax(src, dst, dim: int = -1, clear: bool = True):
     _kernel_only("T.reduce_absmax")
 
 
+class GemmWarpPolicy(enum.Enum):
+    """How `T.gemm(..., policy=)` splits C over the block's warps on tensor cores (TileLang's names):
+    FullRow puts every warp along M (each warp holds whole rows), FullCol along N, Square the
+    squarest per-warp tile."""
+
+    Square = "square"
+    FullRow = "full_row"
+    FullCol = "full_col"
+
+
 @_intrinsic
-def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False):
-    """C += op(A) @ op(B) on tiles; C is a fragment accumulator."""
+def gemm(A, B, C, transpose_A: bool = False, transpose_B: bool = False, policy: GemmWarpPolicy | None = None):
+    """C += op(A) @ op(B) on tiles; C is a fragment accumulator. `policy`: the warp split on tensor cores."""
     _kernel_only("T.gemm")
 
 
@@ -527,7 +538,7 @@ __all__ = [
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
-    "gemm", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
+    "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
     "floor", "ceil", "fma",
 ]

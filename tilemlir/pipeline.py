@@ -10,7 +10,11 @@ from __future__ import annotations
 def thread_pipeline() -> list[str]:
     """Tile level -> thread level (the `thread` stage)."""
     return [
-        # Before layouts: a gemm becomes a tile.parallel over its accumulator, which infer-layouts must see.
+        # First: which gemms run on tensor cores decides both how the others are lowered and which
+        # fragments take the mma.sync layouts.
+        "select-mma",
+        # Before layouts: a gemm without tile.mma becomes a tile.parallel over its accumulator, which
+        # infer-layouts must see.
         "lower-gemm-simt",
         # Then: every later decision (vector width, shuffle pattern, register count)
         # depends on which thread holds which fragment element.
@@ -21,6 +25,8 @@ def thread_pipeline() -> list[str]:
         # Only now do fragments become per-thread registers and tile.kernel a gpu.launch;
         # barriers are placed here because only here is shared-memory traffic explicit.
         "partition-threads",
+        # Needs C as a register array with its layout, which only partition-threads makes.
+        "lower-gemm-mma",
     ]
 
 

@@ -394,7 +394,25 @@ def test_gemm_reads_the_ring_slots_its_indices_select(rng):
 
 
 def test_ring_gemm_through_lower_gemm_simt_at_thread_level(rng):
-    """The thread pipeline (lower-gemm-simt reads the selected slots) run in the CPU thread simulation."""
+    """The thread pipeline (lower-gemm-simt reads the selected slots; select-mma off so this f16 gemm stays on
+    CUDA cores) run in the CPU thread simulation."""
+    from tilemlir.pass_infra.runner import run_pipeline
+    from tilemlir.passes.select_mma import SelectMmaOptions
+    from tilemlir.pipeline import passes_until
+
+    a, b, c = ring_gemm_inputs(rng)
+    passes = [("select-mma", SelectMmaOptions(enable=False)) if p == "select-mma" else p for p in passes_until("final")]
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(RING_GEMM)
+        run_pipeline(module, passes)
+        assert "tile.mma_sync" not in str(module)
+        build(module, None, "thread")(a, b, c)
+    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
+
+
+def test_ring_gemm_through_lower_gemm_mma_at_thread_level(rng):
+    """The same ring gemm on tensor cores: lower-gemm-mma's ldmatrix rows carry the ring indices, run in the CPU
+    thread simulation with ldmatrix / mma.sync from the PTX ISA tables."""
     from tilemlir.pass_infra.runner import run_pipeline
     from tilemlir.pipeline import passes_until
 
@@ -402,6 +420,7 @@ def test_ring_gemm_through_lower_gemm_simt_at_thread_level(rng):
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(RING_GEMM)
         run_pipeline(module, passes_until("final"))
+        assert "tile.mma_sync" in str(module)
         build(module, None, "thread")(a, b, c)
     assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
 

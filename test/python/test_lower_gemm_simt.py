@@ -1,6 +1,8 @@
 """lower-gemm-simt end to end: T.gemm compiled to CUDA (NVRTC, no GPU needed) and run at thread level on
 the CPU backend (the GPU lowering simulated, races and out-of-range accesses errors) against float64 numpy
-references on fresh random inputs: transposed operands, ragged M, N, K, fragment operands, integers."""
+references on fresh random inputs: transposed operands, ragged M, N, K, fragment operands, integers. Every
+compile here passes tensor_cores=False, so the f16/bf16 gemms that select-mma would give the tensor cores stay on
+CUDA cores (test_lower_gemm_mma.py tests those)."""
 
 import re
 import sys
@@ -37,7 +39,7 @@ def gemm_example():
 @pytest.fixture(scope="module")
 def example_source():
     fn = gemm_example().matmul.instantiate(N=256, K=256, block_M=32, block_N=32, block_K=16, threads=128)
-    kernel = tilemlir.compile(fn, target="cuda")  # NVRTC compiles it for the target arch
+    kernel = tilemlir.compile(fn, target="cuda", tensor_cores=False)  # NVRTC compiles it for the target arch
     assert kernel.cubin[:4] == b"\x7fELF"
     return kernel.cuda_source()
 
@@ -112,7 +114,7 @@ def operands(rng, m, n, k, trans_a, trans_b, dtype):
 
 @pytest.mark.parametrize("trans_a, trans_b", [(True, False), (False, True), (True, True)])
 def test_transposed_operands_at_thread_level(trans_a, trans_b, rng):
-    kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread")
+    kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread", tensor_cores=False)
     a, b, want = operands(rng, 64, 96, 48, trans_a, trans_b, np.float16)
     assert rel_err(kernel(a, b), want) <= 1e-3
 
@@ -120,7 +122,7 @@ def test_transposed_operands_at_thread_level(trans_a, trans_b, rng):
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True)])
 def test_ragged_sizes_at_thread_level(trans_a, trans_b, rng):
     """M, N, K not multiples of the blocks: the edge tiles read padding 0 and write only inside C."""
-    kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread")
+    kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread", tensor_cores=False)
     a, b, want = operands(rng, 45, 70, 37, trans_a, trans_b, np.float16)
     assert rel_err(kernel(a, b), want) <= 1e-3
 
@@ -129,7 +131,7 @@ def test_bfloat16_with_a_fragment_operand_at_thread_level(rng):
     """A fragment A is staged through shared memory; the result matches the tile-level reference exactly."""
     fn = ragged_gemm(32, 64, 16, False, False, dtype="bfloat16", a_fragment=True)
     a, b, want = operands(rng, 50, 100, 40, False, False, ml_dtypes.bfloat16)
-    got = tilemlir.compile(fn, target="cpu", level="thread")(a, b)
+    got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
     assert rel_err(got, want) <= 1e-3
     reference = tilemlir.compile(fn, target="cpu", level="tile")(a, b)
     assert np.array_equal(got, reference)
@@ -154,7 +156,7 @@ def test_int8_accumulates_exactly_in_int32_at_thread_level(dtype, rng):
     low = info.min if dtype == "int8" else 100
     a = rng.integers(low, info.max, (40, 70), dtype=dtype, endpoint=True)
     b = rng.integers(low, info.max, (33, 70), dtype=dtype, endpoint=True)
-    got = tilemlir.compile(fn, target="cpu", level="thread")(a, b)
+    got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
     assert np.array_equal(got, a.astype(np.int64) @ b.astype(np.int64).T)
 
 
@@ -162,6 +164,6 @@ def test_float16_accumulator_rounds_like_the_tile_level_reference(rng):
     """f16 inputs into an f16 accumulator: both levels add in f16 with k ascending, so they agree bitwise."""
     fn = ragged_gemm(32, 32, 16, False, False, dtype="float16", accum="float16")
     a, b, want = operands(rng, 40, 64, 48, False, False, np.float16)
-    got = tilemlir.compile(fn, target="cpu", level="thread")(a, b)
+    got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
     assert np.array_equal(got, tilemlir.compile(fn, target="cpu", level="tile")(a, b))
     assert rel_err(got, want) <= 1e-2

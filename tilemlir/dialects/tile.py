@@ -722,6 +722,8 @@ class GemmOp(Tile.Operation, name="gemm"):
     def verify_invariants(self):
         operands = list(self.operation.operands)
         a, b, c = (v.type for v in operands[:3])
+        if "tile.gemm_mnk" in self.operation.attributes:
+            return _thread_level_gemm_problem(self, a, b, c, len(operands) - 3)
         for label, type_ in (("A", a), ("B", b)):
             space = memory_space(type_)
             if space not in (SHARED, FRAGMENT):
@@ -760,10 +762,30 @@ class GemmOp(Tile.Operation, name="gemm"):
         return None
 
 
+def _thread_level_gemm_problem(op, a, b, c, ring: int) -> str | None:
+    """A tile.mma gemm partition-threads kept (docs/tensor_cores.md): C, and A when a fragment, are now
+    "local" register arrays and `tile.gemm_mnk` = [M, N, K] gives the shapes they no longer show."""
+    mnk = op.operation.attributes["tile.gemm_mnk"]
+    if "tile.mma" not in op.operation.attributes:
+        return "a gemm with 'tile.gemm_mnk' (thread level) must carry 'tile.mma'"
+    if not isinstance(mnk, ir.ArrayAttr) or len(mnk) != 3 or not all(isinstance(v, ir.IntegerAttr) for v in mnk):
+        return "'tile.gemm_mnk' must be an array of three integers"
+    if memory_space(c) != LOCAL or c.rank != 1:
+        return f"at the thread level the accumulator C must be a rank-1 \"local\" register array, got {c}"
+    if memory_space(b) != SHARED:
+        return f"operand B must be a shared tile, got {_space_name(memory_space(b))} memory"
+    if memory_space(a) not in (SHARED, LOCAL):
+        return f"operand A must be a shared tile or a register array, got {_space_name(memory_space(a))} memory"
+    lead = (a.rank - 2 if memory_space(a) == SHARED else 0) + b.rank - 2
+    if ring != lead:
+        return f"expects {lead} ring indices, got {ring}"
+    return None
+
+
 def gemm_ring_indices(op: ir.Operation) -> tuple[list[ir.Value], list[ir.Value]]:
     """The leading indices that select A's and B's tile in their rings (empty for plain tiles)."""
     operands = list(op.operands)
-    lead_a = operands[0].type.rank - 2
+    lead_a = operands[0].type.rank - 2 if memory_space(operands[0].type) == SHARED else 0
     return operands[3:3 + lead_a], operands[3 + lead_a:]
 
 

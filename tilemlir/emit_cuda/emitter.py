@@ -26,6 +26,7 @@ from tilemlir.emit_cuda.scalar import ScalarOps
 from tilemlir.emit_cuda.signs import Signs
 from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.emit_cuda.value_names import ValueNames
+from tilemlir.emit_cuda.tensor_cores import TensorCoreStatements
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
 
@@ -61,6 +62,7 @@ class KernelEmitter:
             memory=self.memory, scalar=self.scalar, out=self.out, value=self.value, folded=self.folded,
             bind=self.exprs.__setitem__, result_variable=self.result_variable, c_type=self.c_type)
         self.vectors = VectorStatements(context)
+        self.tensor_cores = TensorCoreStatements(context)
         self._ids: dict[tuple[str, str], CExpr] = {}
         self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
@@ -307,6 +309,12 @@ class KernelEmitter:
     def _vector_reduction(self, op: ir.Operation) -> None:
         self.vectors.reduction_statement(op)
 
+    def _ldmatrix(self, op: ir.Operation) -> None:
+        self.tensor_cores.ldmatrix(op)
+
+    def _mma_sync(self, op: ir.Operation) -> None:
+        self.tensor_cores.mma_sync(op)
+
     def _gemm(self, op: ir.Operation) -> None:
         raise error(op, "tile.gemm must be lowered before CUDA emission (run lower-gemm-simt, which the "
                         "thread pipeline runs first)")
@@ -442,6 +450,8 @@ _HANDLERS = {
     "vector.reduction": KernelEmitter._vector_reduction,
     "gpu.barrier": KernelEmitter._barrier,
     "tile.atomic_add": KernelEmitter._atomic_add,
+    "tile.ldmatrix": KernelEmitter._ldmatrix,
+    "tile.mma_sync": KernelEmitter._mma_sync,
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
 }

@@ -136,6 +136,7 @@ class Prelude:
     def __init__(self) -> None:
         self._structs: dict[str, str] = {}
         self._helpers: list[str] = []
+        self._generated: dict[str, str] = {}  # helpers made for the kernel (tensor-core instructions), by name
 
     def vector_struct(self, name: str, element: str, length: int, align: int) -> str:
         if name not in self._structs:
@@ -146,12 +147,18 @@ class Prelude:
         if key not in self._helpers:
             self._helpers.append(key)
 
+    def helper_text(self, name: str, text: str) -> None:
+        """A helper generated for this kernel (one per instruction kind), emitted after the fixed ones in
+        first-use order."""
+        self._generated.setdefault(name, text)
+
     def text(self, body: str) -> str:
         """The prelude of a translation unit whose kernel function is `body`."""
         parts = []
         if self._structs:
             parts.append("\n".join(self._structs.values()))
         parts += [HELPERS[key] for key in sorted(self._helpers, key=list(HELPERS).index)]
+        parts += list(self._generated.values())
         code = "\n".join(parts) + body
         includes = [line for line, used in INCLUDES if used.search(code)]
         return "\n\n".join(["\n".join(includes), *parts] if includes else parts) + "\n"

@@ -14,6 +14,7 @@ from typing import Any
 from tilemlir import language as T
 from tilemlir.analysis.signedness import mark_unsigned
 from tilemlir.dialects import tile
+from tilemlir.dialects.tensor_core_ops import POLICY_ATTR
 from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import is_dynamic
 from tilemlir.frontend.source import KernelError
@@ -364,8 +365,8 @@ class TileOpsMixin:
     def intrinsic_gemm(self, node: ast.Call) -> None:
         self.require_tile_level("T.gemm")
         args = self.bind_call(
-            "T.gemm", node, ["A", "B", "C", "transpose_A", "transpose_B"],
-            defaults={"transpose_A": False, "transpose_B": False},
+            "T.gemm", node, ["A", "B", "C", "transpose_A", "transpose_B", "policy"],
+            defaults={"transpose_A": False, "transpose_B": False, "policy": None},
         )
         a = self.on_chip_buffer(args, "A", "T.gemm", ("shared", "fragment"))
         b = self.on_chip_buffer(args, "B", "T.gemm", ("shared", "fragment"))
@@ -396,7 +397,13 @@ class TileOpsMixin:
             if buffer.dtype.kind == "bool":
                 raise KernelError(f"T.gemm is not defined on bool tiles ('{buffer.name}' is bool): convert them first, "
                                   "e.g. into float16 tiles with T.cast in T.Parallel", args.node_of(label))
-        tile.gemm(a.value, b.value, c.value, trans_a, trans_b)
+        policy = self.arg(args, "policy")
+        if policy is not None and not isinstance(policy, T.GemmWarpPolicy):
+            raise KernelError(f"T.gemm: 'policy' must be a T.GemmWarpPolicy (Square, FullRow or FullCol), got {policy!r}",
+                              args.node_of("policy"))
+        op = tile.gemm(a.value, b.value, c.value, trans_a, trans_b)
+        if policy is not None:
+            op.operation.attributes[POLICY_ATTR] = ir.StringAttr.get(policy.value)
 
     def intrinsic_atomic_add(self, node: ast.Call) -> None:
         self.require_kernel("T.atomic_add")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks
-from tilemlir.backends.cpu.simulate import phases, uniformity, values
+from tilemlir.backends.cpu.simulate import collectives, phases, uniformity, values
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
@@ -43,7 +43,7 @@ from tilemlir.pass_infra.registry import register_pass
 MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
-_TILE_OPS = {"tile.atomic_add"}
+_TILE_OPS = {"tile.atomic_add", *phases.COLLECTIVE_OPS}
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     state = values.ThreadState(function, block_dims, splitter.phases.thread_loops)
     state.bind_thread_ids(list(body.arguments)[3:6])
     state.exchange_shuffles()
+    collectives.Collectives(state, checker, dict(locals_)).run()
     for old, expanded in locals_:
         state.expand_local_buffer(old, expanded)
         old.owner.erase()

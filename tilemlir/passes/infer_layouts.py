@@ -12,7 +12,9 @@ How layouts are found:
   *projection*: the fragment gets the component's layout with the missing
   dims' threads as replicas, so every thread running a point holds what it
   reads. Such accesses may only read.
-- Fixed layouts: `tile.annotated_layout` (T.annotate_layout) on an
+- Fixed layouts: the accumulator C (and a fragment A) of a `tile.mma` gemm
+  take the mma.sync fragment layouts (`analysis/mma_layouts.py`), the gemm
+  named in conflict messages; `tile.annotated_layout` (T.annotate_layout) on an
   allocation, and full replication for fragments read or written outside
   any parallel loop (every thread runs that code).
 - Chosen layouts (`analysis.layouts.tiled_layout`): each still-open
@@ -46,7 +48,9 @@ from tilemlir.analysis.layouts import (
     tiled_layout,
     vector_elements,
 )
+from tilemlir.analysis.mma_layouts import accumulator_layout, operand_a_layout
 from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects.tensor_core_ops import mma_warps
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, walk_ops
 from tilemlir.mlir import ir
@@ -131,6 +135,7 @@ class _Kernel:
         self.accesses: list[Access] = []
         self.serial: list[tuple[Node, ir.Operation]] = []
         self.annotated: list[tuple[Node, TiledLayout]] = []
+        self.mma_fixed: list[tuple[Node, TiledLayout, tuple[str, ir.Operation]]] = []
         self._collect()
 
     def _collect(self) -> None:
@@ -144,6 +149,23 @@ class _Kernel:
         for op in walk_ops(self.kernel):
             if op.name in ("memref.load", "memref.store"):
                 self._add_access(op)
+            elif op.name == "tile.gemm" and mma_warps(op) is not None:
+                self._add_mma_gemm(op)
+
+    def _add_mma_gemm(self, op: ir.Operation) -> None:
+        warps_m, warps_n = mma_warps(op)
+        a, c = self.fragments.get(op.operands[0]), self.fragments.get(op.operands[2])
+        fixed = [(c, lambda: accumulator_layout(c.shape, self.threads, warps_m, warps_n),
+                  f"{c.label} is the accumulator of this T.gemm on tensor cores")]
+        if a is not None:
+            if warps_n != 1:
+                raise _error(op, f"a fragment A ({a.label}) needs every warp along M (warps_n = 1), but this "
+                             f"T.gemm's warp grid is {warps_m}x{warps_n}")
+            fixed.append((a, lambda: operand_a_layout(a.shape, self.threads, warps_m),
+                          f"{a.label} is the A operand of this T.gemm on tensor cores"))
+        for node, make, why in fixed:
+            layout = _derived(lambda: lir.squeeze(make()), op)
+            self.mma_fixed.append((node, layout, (why, op)))
 
     def _read_annotation(self, node: Node) -> None:
         if lir.ANNOTATED_ATTR not in node.op.attributes:
@@ -419,6 +441,8 @@ class _Solver:
         self.projections.append(Projection(a.parallel.comp, a.fragment.comp, keep, access=a))
 
     def solve(self) -> None:
+        for node, layout, origin in self.kernel.mma_fixed:
+            self._fix(node.comp, layout.permuted(_inverse(node.perm)), origin, node)
         self._fix_annotated()
         self._fix_serial()
         while True:

@@ -1,7 +1,8 @@
-"""lower-gemm-simt: each tile.gemm becomes element code on CUDA cores (no tensor cores).
+"""lower-gemm-simt: each tile.gemm without `tile.mma` becomes element code on CUDA cores.
 
 Takes tile-level IR (docs/ir.md) before infer-layouts. Gives the same IR
-without `tile.gemm`: `tile.gemm(A, B, C)` becomes
+with only the gemms select-mma gave `tile.mma` left (lower-gemm-mma takes
+them at the thread level): every other `tile.gemm(A, B, C)` becomes
 
     tile.parallel (M, N) (i, j):
       acc = C[i, j]
@@ -31,6 +32,7 @@ from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects import tile
+from tilemlir.dialects.tensor_core_ops import MMA_ATTR
 from tilemlir.dialects.tile import FRAGMENT, gemm_ring_indices, memory_space
 from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
@@ -38,12 +40,13 @@ from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
 
 
-@register_pass("lower-gemm-simt", "tile.gemm -> tile.parallel over C with a serial K loop (CUDA cores)")
+@register_pass("lower-gemm-simt", "tile.gemm without tile.mma -> tile.parallel over C with a serial K loop (CUDA cores)")
 def run(module: ir.Operation, options) -> None:
     module = operation(module)
     with module.context, module.location:
         for gemm in ops_named(module, "tile.gemm"):
-            _lower(gemm)
+            if MMA_ATTR not in gemm.attributes:
+                _lower(gemm)
 
 
 def _lower(gemm: ir.Operation) -> None:

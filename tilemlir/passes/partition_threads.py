@@ -36,8 +36,12 @@ kernel:
 - Global accesses keep their logical indices and any `tile.pad`; no bounds
   guards are added (insert-guards does that).
 
-A `tile.gemm` left here (lower-gemm-simt did not run) is a CompileError
-naming its line.
+A `tile.gemm` with `tile.mma` (select-mma) stays, for lower-gemm-mma: its
+fragment operands (C, and a fragment A) become their register arrays, the
+alloca keeping the layout, and the gemm gains `tile.gemm_mnk = [M, N, K]`
+(the register arrays no longer say); to barrier planning it is a read of
+its shared operands by every thread. Any other `tile.gemm` left here
+(lower-gemm-simt did not run) is a CompileError naming its line.
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space
-from tilemlir.ir_util import constant_int, operation, walk_ops
+from tilemlir.dialects.tensor_core_ops import GEMM_MNK_ATTR, MMA_ATTR
+from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
 from tilemlir.mlir import gpu, ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
@@ -96,6 +101,8 @@ class _KernelPartition:
             self._serial_access(op)
         for op in pipelined:
             self._pipelined(op)
+        for op in ops_named(self.launch, "tile.gemm"):
+            self._keep_mma_gemm(op)
         for op in reversed(allocs):
             op.erase()
 
@@ -103,12 +110,14 @@ class _KernelPartition:
         for op in walk_ops(self.kernel):
             if op.name in _UNLOWERED:
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
-            if op.name == "tile.gemm":
+            if op.name == "tile.gemm" and MMA_ATTR not in op.attributes:
                 raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")
         for op in walk_ops(self.kernel):
             if op.name == "tile.alloc_fragment":
                 for use in op.results[0].uses:
                     user = operation(use.owner)
+                    if user.name == "tile.gemm" and use.operand_number in (0, 2):
+                        continue
                     if user.name not in ("memref.load", "memref.store") or (
                             user.name == "memref.store" and use.operand_number == 0):
                         raise diag.error(user, f"fragment '{lir.name_of(op)}' is used by {user.name}, which "
@@ -186,6 +195,19 @@ class _KernelPartition:
         b = self.b.before(op).located(op.location)
         terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
         _replace_access(b, op, fragment.alloca, b.linear(terms))
+
+    def _keep_mma_gemm(self, op: ir.Operation) -> None:
+        a, b, c = list(op.operands)[:3]
+        trans_a = ir.BoolAttr(op.attributes["transpose_a"]).value
+        trans_b = ir.BoolAttr(op.attributes["transpose_b"]).value
+        m, n = c.type.shape
+        k = b.type.shape[-1] if trans_b else b.type.shape[-2]
+        op.attributes[GEMM_MNK_ATTR] = ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), v)
+                                                         for v in (m, n, k)])
+        for position in (0, 2):
+            fragment = self.fragments.get(op.operands[position])
+            if fragment is not None:
+                op.operands[position] = fragment.alloca
 
     def _pipelined(self, op: ir.Operation) -> None:
         b = self.b.before(op).located(op.location)

@@ -4,7 +4,9 @@ A sync point is a `gpu.barrier` (every thread of the block) or a
 `gpu.shuffle` (the threads of a warp exchange values). Ops between two
 sync points run, for one thread after another, inside a *thread loop*
 `scf.for %t = 0 to T` marked `tile.sim_thread_loop`; a shuffle opens the
-phase after it. Control flow that contains a sync point stays outside the
+phase after it. A warp collective on registers (`tile.ldmatrix`,
+`tile.mma_sync`: `simulate/collectives.py`) is a phase of its own, so its
+lanes read each other's registers as the op found them. Control flow that contains a sync point stays outside the
 thread loops and is split recursively:
 
 - an `scf.for` with thread-independent bounds runs at block level, its
@@ -31,7 +33,8 @@ from tilemlir.mlir import arith, gpu, ir, memref, scf
 
 THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id
-SYNC_OPS = ("gpu.barrier", "gpu.shuffle")
+COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync")  # warp collectives on register arrays: a phase each
+SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS)
 
 
 @dataclass
@@ -165,6 +168,12 @@ class PhaseSplitter:
             segment = []
             if op.name == "gpu.shuffle":
                 segment = [op]
+            elif op.name in COLLECTIVE_OPS:
+                if predicates:
+                    raise diag.error(op, f"cannot simulate {op.name} under a thread-dependent condition: the "
+                                         "lanes of its warp would not all run it")
+                # alone in its phase: every lane reads its warp-mates' registers as the op found them
+                self._close([op], predicates)
             elif op.name == "gpu.barrier":
                 if predicates:
                     raise diag.error(op, "cannot simulate a gpu.barrier under a thread-dependent condition: "

@@ -1,0 +1,174 @@
+"""Thread-level tensor-core ops of the `tile` dialect: `tile.ldmatrix` and `tile.mma_sync`.
+
+At the thread level registers live in "local" arrays indexed by constants
+(docs/ir.md), so these ops read and write constant-offset slices of such
+arrays instead of taking SSA vectors as nvgpu's ops do. Each is one warp
+instruction: every lane of the warp runs it together (docs/tensor_cores.md).
+
+Shared indices are logical (as in `memref.load`); `shared_index_operands`
+names them for every op here, so a pass that rewrites shared indices
+(materialize-shared-layouts) finds them the same way for each op.
+"""
+
+
+from collections.abc import Sequence
+from typing import Any
+
+from tilemlir.dialects.tile import LOCAL, SHARED, Tile, _bool_attr, _checked, _i64, _int_attr, _without_segments, \
+    memory_space
+from tilemlir.mlir import ext, ir
+
+Operand = ext.Operand
+
+LDMATRIX_COUNTS = (1, 2, 4)
+MMA_SHAPES = ("m16n8k16",)
+MMA_OPERAND_TYPES = ("f16", "bf16")
+# mma.sync m16n8k16 per lane: A 4 registers (8 halves), B 2, C/D 4 elements (f32, or f16 packed in pairs)
+MMA_A_REGISTERS, MMA_B_REGISTERS, MMA_C_ELEMENTS = 4, 2, 4
+
+
+def _slice_problem(label: str, type_: ir.Type, offset: int | None, count: int, element: str | None) -> str | None:
+    """Whether `count` elements at `offset` of register array `type_` exist (and are of type `element`)."""
+    if memory_space(type_) != LOCAL or type_.rank != 1:
+        return f"{label} must be a rank-1 \"local\" register array, got {type_}"
+    if element is not None and str(type_.element_type) != element:
+        return f"{label} must hold {element} elements, got {type_.element_type}"
+    if offset is None:
+        return f"'{label}_offset' must be an integer"
+    if offset < 0 or offset + count > type_.shape[0]:
+        return f"{label} slice [{offset}, {offset + count}) leaves the {type_.shape[0]}-element array"
+    return None
+
+
+class LdmatrixOp(Tile.Operation, name="ldmatrix"):
+    """`ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16`: the warp loads `count` 8x8 matrices
+    of 16-bit elements from shared memory into `count` i32 registers of each lane.
+
+    Lane l gives, in `indices`, the logical index of the first element of the 16-byte row it
+    addresses (lanes 8i..8i+7: the rows of matrix i; the row's 8 elements run along the last
+    dim); register i of every lane, at `dst[dst_offset + i]`, receives its fragment of matrix i,
+    transposed with `trans`.
+
+        "tile.ldmatrix"(%A_s, %a_frag, %row, %col) {count = 4 : i64, trans = false, dst_offset = 4 : i64}
+            : (memref<128x32xf16, "shared">, memref<16xi32, "local">, index, index) -> ()
+    """
+
+    src: Operand[ir.MemRefType]
+    dst: Operand[ir.MemRefType]
+    indices: Sequence[Operand[ir.IndexType]]
+    count: ir.IntegerAttr
+    dst_offset: ir.IntegerAttr
+    trans: Any  # a BoolAttr; checked below
+
+    @_checked
+    def verify_invariants(self):
+        operands = list(self.operation.operands)
+        src, dst = operands[0].type, operands[1].type
+        if memory_space(src) != SHARED:
+            return f"src must be a shared buffer, got {src}"
+        if not isinstance(src.element_type, ir.FloatType) or src.element_type.width != 16:
+            return f"src must hold 16-bit elements (f16 or bf16), got {src.element_type}"
+        if len(operands) - 2 != src.rank:
+            return f"expects {src.rank} indices (rank of src), got {len(operands) - 2}"
+        if src.shape[-1] % 8:
+            return f"src rows must hold whole 16-byte rows of 8 elements, but its last dim is {src.shape[-1]}"
+        count = _int_attr(self, "count")
+        if count not in LDMATRIX_COUNTS:
+            return f"count must be 1, 2 or 4, got {count}"
+        if _bool_attr(self, "trans") is None:
+            return "'trans' must be a boolean"
+        return _slice_problem("dst", dst, _int_attr(self, "dst_offset"), count, "i32")
+
+
+class MmaSyncOp(Tile.Operation, name="mma_sync"):
+    """`mma.sync.aligned.m16n8k16.row.col` on register slices: D = A x B + C, D in place of C.
+
+    `a`: 4 i32 registers at `a_offset` (two `operand_type` halves each), or 8 `operand_type`
+    elements of a fragment held as halves (the m16k16 A layout, docs/tensor_cores.md); `b`: 2 i32
+    registers at `b_offset`; `c`: 4 f32 elements, or 4 f16 elements (two f16x2 registers, f16
+    inputs only), at `c_offset`. Fragments as in the PTX ISA's m16n8k16 tables.
+
+        "tile.mma_sync"(%a_frag, %b_frag, %acc) {shape = "m16n8k16", operand_type = "bf16",
+            a_offset = 4 : i64, b_offset = 2 : i64, c_offset = 36 : i64}
+            : (memref<16xi32, "local">, memref<8xi32, "local">, memref<64xf32, "local">) -> ()
+    """
+
+    a: Operand[ir.MemRefType]
+    b: Operand[ir.MemRefType]
+    c: Operand[ir.MemRefType]
+    shape: ir.StringAttr
+    operand_type: ir.StringAttr
+    a_offset: ir.IntegerAttr
+    b_offset: ir.IntegerAttr
+    c_offset: ir.IntegerAttr
+
+    @_checked
+    def verify_invariants(self):
+        a, b, c = (v.type for v in self.operation.operands)
+        attrs = self.operation.attributes
+        shape, operand_type = attrs["shape"].value, attrs["operand_type"].value
+        if shape not in MMA_SHAPES:
+            return f"shape must be one of {', '.join(MMA_SHAPES)}, got '{shape}'"
+        if operand_type not in MMA_OPERAND_TYPES:
+            return f"operand_type must be f16 or bf16, got '{operand_type}'"
+        a_offset = _int_attr(self, "a_offset")
+        if isinstance(a.element_type, ir.IntegerType) or memory_space(a) != LOCAL:
+            problem = _slice_problem("a", a, a_offset, MMA_A_REGISTERS, "i32")
+        else:
+            problem = _slice_problem("a", a, a_offset, 2 * MMA_A_REGISTERS, operand_type)
+            if problem is None and a_offset % 2:
+                problem = f"a slice of {operand_type} halves must start at an even offset, got {a_offset}"
+        accumulate = str(c.element_type)
+        if problem is None and accumulate not in ("f32", "f16"):
+            problem = f"c must hold f32 or f16 accumulators, got {c.element_type}"
+        if problem is None and accumulate == "f16" and operand_type != "f16":
+            problem = f"{operand_type} inputs accumulate in f32 only, got an f16 accumulator"
+        return (problem or _slice_problem("b", b, _int_attr(self, "b_offset"), MMA_B_REGISTERS, "i32")
+                or _slice_problem("c", c, _int_attr(self, "c_offset"), MMA_C_ELEMENTS, None)
+                or (None if accumulate != "f16" or _int_attr(self, "c_offset") % 2 == 0
+                    else "an f16 c slice must start at an even offset (f16x2 registers)"))
+
+
+def ldmatrix(src, dst, indices, count: int, trans: bool, dst_offset: int, *, loc=None, ip=None) -> LdmatrixOp:
+    # The DSL rejects a falsy attribute value at construction, so `trans` is set after.
+    op = _without_segments(LdmatrixOp(src, dst, list(indices), _i64(count), _i64(dst_offset), ir.BoolAttr.get(True),
+                                      loc=loc, ip=ip))
+    op.operation.attributes["trans"] = ir.BoolAttr.get(trans)
+    return op
+
+
+def mma_sync(a, b, c, operand_type: str, a_offset: int, b_offset: int, c_offset: int, shape: str = "m16n8k16", *,
+             loc=None, ip=None) -> MmaSyncOp:
+    return MmaSyncOp(a, b, c, ir.StringAttr.get(shape), ir.StringAttr.get(operand_type), _i64(a_offset),
+                     _i64(b_offset), _i64(c_offset), loc=loc, ip=ip)
+
+
+def shared_index_operands(op: ir.Operation) -> list[tuple[ir.Value, list[ir.Value]]]:
+    """The (shared buffer, logical indices) pairs of a thread-level tensor-core op (empty for the others)."""
+    if op.name == "tile.ldmatrix":
+        operands = list(op.operands)
+        return [(operands[0], operands[2:])]
+    return []
+
+
+TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")
+
+
+# -- the tile-level `tile.mma` attribute on tile.gemm (set by select-mma) --------------------------
+MMA_ATTR = "tile.mma"
+POLICY_ATTR = "tile.gemm_policy"  # T.gemm(..., policy=T.GemmWarpPolicy.X), as "square", "full_row", "full_col"
+POLICIES = ("square", "full_row", "full_col")
+GEMM_MNK_ATTR = "tile.gemm_mnk"  # [M, N, K] of a gemm kept at the thread level (its fragments are register arrays)
+
+
+def mma_attr(warps_m: int, warps_n: int, shape: str = "m16n8k16") -> ir.Attribute:
+    """`{shape = "m16n8k16", warps_m, warps_n}`: the warp grid splitting C, warps_m * warps_n warps."""
+    return ir.DictAttr.get({"shape": ir.StringAttr.get(shape), "warps_m": _i64(warps_m), "warps_n": _i64(warps_n)})
+
+
+def mma_warps(op: ir.Operation) -> tuple[int, int] | None:
+    """(warps_m, warps_n) of a gemm `select-mma` gave `tile.mma`, else None."""
+    if MMA_ATTR not in op.attributes:
+        return None
+    attr = ir.DictAttr(op.attributes[MMA_ATTR])
+    return ir.IntegerAttr(attr["warps_m"]).value, ir.IntegerAttr(attr["warps_n"]).value
