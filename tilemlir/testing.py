@@ -171,7 +171,9 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, return
     Like `triton.testing.do_bench`: `fn` is first called about `warmup` ms worth of times, then
     timed about `rep` ms worth of times, one call per event pair; before each timed call the L2
     cache is flushed by writing a buffer four times its size (at least 256 MiB), outside the
-    timed interval. `return_mode` is "min", "max", "mean", "median" (the default; Triton's is
+    timed interval. With `flush_l2=False` the buffer is written all the same and then `fn` is
+    called once untimed, so its data is back in L2: the write keeps the GPU busy while the host
+    enqueues the timed call, which therefore measures the GPU's time and not the launch gap. `return_mode` is "min", "max", "mean", "median" (the default; Triton's is
     "mean") or "all" (every call's time); `quantiles` (e.g. [0.5, 0.2, 0.8]) returns those
     instead. Events are recorded on `stream` (an int handle, a torch or CuPy stream, a CUstream;
     default the legacy default stream, which orders with torch's and CuPy's default streams).
@@ -189,7 +191,8 @@ def _check_mode(return_mode: str, quantiles: Sequence[float] | None) -> None:
 
 def _bench(fn: Callable[[], Any], warmup: float, rep: float, return_mode: str,
            quantiles: Sequence[float] | None, timer: Any) -> float | list[float]:
-    """The measurement, with `timer` (record() -> mark, elapsed(a, b) -> ms, flush(), synchronize())."""
+    """The measurement, with `timer` (record() -> mark, elapsed(a, b) -> ms, flush(), synchronize(), and
+    flush_l2: whether the timed calls start with a cold L2)."""
     fn()
     timer.synchronize()
     start = timer.record()
@@ -203,6 +206,8 @@ def _bench(fn: Callable[[], Any], warmup: float, rep: float, return_mode: str,
     marks = []
     for _ in range(max(1, int(rep / estimate))):
         timer.flush()
+        if not timer.flush_l2:
+            fn()
         begin = timer.record()
         fn()
         marks.append((begin, timer.record()))
@@ -229,12 +234,10 @@ class _EventTimer:
             raise LaunchError(f"do_bench times calls on a GPU with CUDA events: {exc}") from None
         self._check = driver.check
         self._stream = driver.stream_object(stream_handle(stream) if stream is not None else 0)
-        self._flush_bytes = 0
-        self._buffer = None
-        if flush_l2:
-            l2 = driver.device_attribute(device, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
-            self._flush_bytes = max(_FLUSH_MIN_BYTES, 4 * l2)
-            self._buffer = self._check(self._cu.cuMemAlloc(self._flush_bytes), "cuMemAlloc (L2 flush buffer)")
+        self.flush_l2 = flush_l2
+        l2 = driver.device_attribute(device, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE")
+        self._flush_bytes = max(_FLUSH_MIN_BYTES, 4 * l2)
+        self._buffer = self._check(self._cu.cuMemAlloc(self._flush_bytes), "cuMemAlloc (L2 flush buffer)")
         self._events: list[Any] = []
 
     def record(self) -> Any:
@@ -247,8 +250,7 @@ class _EventTimer:
         return float(self._check(self._cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
     def flush(self) -> None:
-        if self._buffer is not None:
-            self._check(self._cu.cuMemsetD32Async(self._buffer, 0, self._flush_bytes // 4, self._stream),
+        self._check(self._cu.cuMemsetD32Async(self._buffer, 0, self._flush_bytes // 4, self._stream),
                         "cuMemsetD32Async (L2 flush)")
 
     def synchronize(self) -> None:

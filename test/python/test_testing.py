@@ -144,7 +144,8 @@ def test_do_bench_without_a_gpu_says_it_needs_one():
 class FakeTimer:
     """A clock that advances as the benchmarked calls and flushes run (flushes cost 100 ms)."""
 
-    def __init__(self, durations):
+    def __init__(self, durations, flush_l2=True):
+        self.flush_l2 = flush_l2
         self.now = 0.0
         self.durations = iter(durations)
         self.flushes = 0
@@ -175,6 +176,14 @@ def test_bench_runs_warmup_and_rep_by_the_estimated_time_and_times_each_call_alo
     result = testing._bench(timer.call, 10, 20, "all", None, timer)
     assert result == timed  # a flush before each timed call, never inside its interval
     assert (timer.calls, timer.flushes) == (21, 10)
+
+
+def test_bench_without_the_flush_warms_the_cache_untimed_before_each_timed_call():
+    # as above, plus one untimed call of 50 ms after each flush: neither is inside a timed interval
+    timed = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+    timer = FakeTimer([2.0] * 11 + [d for t in timed for d in (50.0, t)], flush_l2=False)
+    assert testing._bench(timer.call, 10, 20, "all", None, timer) == timed
+    assert (timer.calls, timer.flushes) == (31, 10)
 
 
 @pytest.mark.parametrize("mode, expected", [("min", 1.0), ("max", 10.0), ("mean", 5.5), ("median", 5.5)])

@@ -1,0 +1,89 @@
+"""The tensor-core GEMMs test_gemm_mma_gpu.py runs, by name, and how to get each one compiled: here (with the
+compiler) they compile, on the offline GPU machine (no MLIR) they load from test/gpu/artifacts/<name>/, which
+`build_artifacts.py` exports."""
+
+import tilemlir.language as T
+from example_cases import ARTIFACTS, ExampleCase, compiler_available
+
+
+def gemm_prim_func(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
+                out_dtype="float32", threads=128, a_fragment=False, epilogue=False, num_stages=2):
+    """The prim_func of C = op(A) @ op(B) (then + bias and ReLU with `epilogue`) over run-time M, N, K; C passed by the caller."""
+    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+    a_tile = (block_K, block_M) if trans_a else (block_M, block_K)
+    b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
+
+    @T.prim_func
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), bias: T.Tensor((N,), accum),
+             C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            if a_fragment:
+                A_t = T.alloc_fragment(a_tile, dtype)
+            else:
+                A_t = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((block_M, block_N), accum)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                if trans_a:
+                    T.copy(A[k * block_K, by * block_M], A_t)
+                else:
+                    T.copy(A[by * block_M, k * block_K], A_t)
+                if trans_b:
+                    T.copy(B[bx * block_N, k * block_K], B_s)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_t, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
+            if epilogue:
+                for i, j in T.Parallel(block_M, block_N):
+                    C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_N + j], 0)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+
+MMA_CASES = {
+    "mma_bf16_128x128x32": dict(block_M=128, block_N=128, block_K=32, dtype="bfloat16"),
+    "mma_f16_128x128x32": dict(block_M=128, block_N=128, block_K=32, dtype="float16"),
+    **{f"mma_{short}_trans_{int(ta)}{int(tb)}": dict(block_M=128, block_N=128, block_K=32, trans_a=ta, trans_b=tb,
+                                                     dtype=dtype)
+       for short, dtype in (("bf16", "bfloat16"), ("f16", "float16"))
+       for ta, tb in ((False, True), (True, False), (True, True))},
+    "mma_bf16_64x64x64": dict(block_M=64, block_N=64, block_K=64, threads=128, dtype="bfloat16"),
+    "mma_bf16_128x256x32": dict(block_M=128, block_N=256, block_K=32, threads=256, dtype="bfloat16"),
+    "mma_bf16_256x128x32": dict(block_M=256, block_N=128, block_K=32, threads=256, dtype="bfloat16"),
+    "mma_bf16_fragment_a": dict(block_M=64, block_N=64, block_K=32, dtype="bfloat16", a_fragment=True),
+    "mma_f16_accumulate_f16": dict(block_M=128, block_N=128, block_K=32, dtype="float16", accum="float16",
+                                   out_dtype="float16"),
+    "mma_bf16_bias_relu": dict(block_M=128, block_N=128, block_K=32, dtype="bfloat16", out_dtype="bfloat16",
+                               epilogue=True),
+}
+
+
+# examples/gemm.py unchanged at N = K = 4096 (f16 in and out, 128x128x32 tiles, 3 stages); M is symbolic.
+GEMM_EXAMPLE = ExampleCase("gemm_f16_4096x4096", "gemm", "matmul", {"N": 4096, "K": 4096})
+
+
+def compile_case(name: str):
+    import tilemlir
+
+    kernel = tilemlir.compile(gemm_prim_func(**MMA_CASES[name]), target="cuda")
+    assert "tl_mma_m16n8k16_" in kernel.cuda_source(), f"{name} did not take the tensor-core path"
+    return kernel
+
+
+def mma_kernel(name: str):
+    """Case `name` compiled (with the compiler here) or loaded from its artifact (on the GPU machine)."""
+    if compiler_available():
+        return compile_case(name)
+    from tilemlir.runtime import load
+
+    if not (ARTIFACTS / name / "signature.json").is_file():
+        raise FileNotFoundError(f"no compiler here (torch_mlir) and no artifact {ARTIFACTS / name}: run "
+                                "`python test/gpu/build_artifacts.py` where the compiler is and carry test/gpu/artifacts")
+    kernel = load(ARTIFACTS / name)
+    assert "tl_mma_m16n8k16_" in kernel.cuda_source(), f"{name}'s artifact is not a tensor-core GEMM"
+    return kernel
