@@ -15,6 +15,10 @@ def thread_pipeline() -> list[str]:
         # Then: every later decision (vector width, shuffle pattern, register count)
         # depends on which thread holds which fragment element.
         "infer-layouts",
+        # T.Pipelined(num_stages > 1): rings of shared tiles, prologue, commit/wait groups and one barrier per
+        # iteration; before lower-tile-ops, which marks the ring copies' stores asynchronous, and
+        # partition-threads, whose barrier planner leaves the rings to that one barrier.
+        "plan-pipeline",
         # Copies, fills and reductions become element loops, warp shuffles and shared
         # exchanges while fragments are still whole tiles, so they can follow the layouts.
         "lower-tile-ops",

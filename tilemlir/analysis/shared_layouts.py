@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 SWIZZLE_ATTR = "tile.swizzle"
-RING_ATTR = "tile.ring"
+RING_ATTR = "tile.ring"  # on a pipelined ring buffer (plan-pipeline)
+ASYNC_ATTR = "tile.async"  # on a ring copy, then on its shared stores (lower-tile-ops)
 SWIZZLE_WIDTHS = (0, 32, 64, 128)
 CHUNK_BYTES = 16
 BANKS = 32

@@ -86,6 +86,7 @@ PASS_MODULES: dict[str, str] = {
     "lower-tile-ops": "tilemlir.passes.lower_tile_ops",
     "lower-tile-to-loops": "tilemlir.passes.cpu_lower_tile_to_loops",
     "partition-threads": "tilemlir.passes.partition_threads",
+    "plan-pipeline": "tilemlir.passes.plan_pipeline",
     "simulate-threads": "tilemlir.passes.cpu_simulate_threads",
     "test-diagnostics": "tilemlir.passes.testing.diagnostics",
     "test-print-layouts": "tilemlir.passes.testing.print_layouts",

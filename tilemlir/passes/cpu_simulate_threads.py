@@ -43,7 +43,7 @@ from tilemlir.pass_infra.registry import register_pass
 MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
-_TILE_OPS = {"tile.atomic_add"}
+_TILE_OPS = {"tile.atomic_add", "tile.cp_async_commit", "tile.cp_async_wait"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,8 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     block_dims = _block_dims(launch)
     n_threads = block_dims[0] * block_dims[1] * block_dims[2]
     _reject_unsupported(launch)
+    for op in ops_named(launch, "tile.cp_async_commit", "tile.cp_async_wait"):
+        op.erase()
     for op in ops_named(launch, "tile.atomic_add"):
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
