@@ -42,6 +42,10 @@ def final_pipeline() -> list[str]:
         # Upstream clean-up of the index arithmetic the passes above left behind.
         "canonicalize",
         "cse",
+        # A ring copy's shared stores of a global vector load become one cp.async (a guard becomes its zero
+        # fill): after vectorize made the vectors and cse made each lane's index one value, before the next
+        # canonicalize merges the guards' branches.
+        "async-copies",
         # Again, now that cse has made the copies' identical row checks one value: scf.if's
         # canonicalization merges adjacent ifs on the same condition, so the loads of
         # consecutive copies share one branch region and all issue before their data is used.

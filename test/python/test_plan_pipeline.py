@@ -7,11 +7,19 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
+from tilemlir.backends import cpu
+from tilemlir.ir_util import ops_named
+from tilemlir.mlir import ir
 from tilemlir.pass_infra.runner import run_pipeline
+from tilemlir.pipeline import passes_until
 
 
-def pipelined_gemm(num_stages, block_M=32, block_N=32, block_K=16, threads=128, dtype="float16"):
-    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+def pipelined_gemm(num_stages, N=None, K=None, block_M=32, block_N=32, block_K=16, threads=128, dtype="float16"):
+    """M run-time; N and K run-time when None, else compile-time (rows of known length: the copies vectorize,
+    so the ring copies become cp.async)."""
+    M = T.symbolic("M")
+    N = T.symbolic("N") if N is None else N
+    K = T.symbolic("K") if K is None else K
 
     @tilemlir.jit(out_idx=[2])
     def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
@@ -36,9 +44,12 @@ def rel_err(got, want) -> float:
 
 
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
-@pytest.mark.parametrize("m, n, k", [(45, 64, 37), (64, 32, 16 * 5 + 3), (33, 40, 20)])
-def test_pipelined_simt_gemm_matches_the_reference(num_stages, m, n, k, rng):
-    fn = pipelined_gemm(num_stages)
+@pytest.mark.parametrize("m, n, k, static", [(45, 64, 37, False), (64, 32, 16 * 5 + 3, True), (33, 40, 20, True),
+                                             (70, 64, 48, True)])
+def test_pipelined_simt_gemm_matches_the_reference(num_stages, m, n, k, static, rng):
+    """Static N and K: cp.async copies (4-byte ones where K rows are not 16-byte multiples), the ragged
+    last K tile and the rows past M zero-filled by src_bytes."""
+    fn = pipelined_gemm(num_stages, *((n, k) if static else (None, None)))
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     want = a.astype(np.float64) @ b.astype(np.float64)
@@ -67,3 +78,41 @@ def test_ring_depth_and_group_counts(num_stages):
     assert text.count('"tile.cp_async_commit"') == num_stages  # S-1 in the prologue, one per iteration
     assert text.count(f'"tile.cp_async_wait"() {{pending = {num_stages - 2} : i64}}') == 1
     assert text.count("tile.async") == 2 * num_stages  # the two copies, S-1 times before the loop and once in it
+
+
+# -- cp.async in the thread-level simulation ----------------------------------------------------------------------
+
+
+def final_module(fn):
+    module = fn.frontend().module()
+    with module.context:
+        run_pipeline(module, ",".join(passes_until("final")))
+    return module
+
+
+@pytest.mark.parametrize("k, copy_bytes", [(64, 16), (50, 4)])
+def test_copies_are_asynchronous_at_thread_level(k, copy_bytes):
+    text = str(final_module(pipelined_gemm(3, N=64, K=k)))
+    assert "tile.async}" not in text  # every ring store became a cp.async
+    assert f'"tile.cp_async"(%alloca, %arg0, ' in text and "bytes = 16 : i64" in text  # B rows of 128 bytes
+    assert f"bytes = {copy_bytes} : i64" in text
+
+
+@pytest.mark.parametrize("num_stages", [2, 3, 4])
+def test_a_wait_that_retires_too_little_is_a_race(num_stages, rng):
+    """The loop waits for one group fewer than tile k needs: its compute reads elements still in flight."""
+    fn = pipelined_gemm(num_stages, N=32, K=50)
+    a = rng.standard_normal((40, 50)).astype(np.float16)
+    b = rng.standard_normal((50, 32)).astype(np.float16)
+    module = final_module(fn)
+    right = cpu.build(module, fn.frontend().info, level="thread")(a, b)  # the planned count: no race
+    assert rel_err(right, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+    with module.context:
+        waits = [op for op in ops_named(module.operation, "tile.cp_async_wait")]
+        assert [w.attributes["pending"].value for w in waits] == [num_stages - 2] * len(waits)
+        for wait in waits:
+            wait.attributes["pending"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), num_stages - 1)
+    kernel = cpu.build(module, fn.frontend().info, level="thread")
+    with pytest.raises(cpu.SimulationError, match=r"data race on shared buffer 'A_s' .* while the cp.async of "
+                                                  r"thread \d+ into it has not landed"):
+        kernel(a, b)

@@ -77,6 +77,7 @@ def _format(value: Any) -> str:
 
 # Every pass name and the module whose `@register_pass` defines it.
 PASS_MODULES: dict[str, str] = {
+    "async-copies": "tilemlir.passes.async_copies",
     "eliminate-guards": "tilemlir.passes.eliminate_guards",
     "expand-narrow-floats": "tilemlir.passes.cpu_expand_narrow_floats",
     "fuse-fma": "tilemlir.passes.cpu_fuse_fma",
