@@ -15,6 +15,8 @@ def thread_pipeline() -> list[str]:
         # Then: every later decision (vector width, shuffle pattern, register count)
         # depends on which thread holds which fragment element.
         "infer-layouts",
+        # Swizzles on the shared tiles tensor-core gemms read (their rings keep them), before plan-pipeline.
+        "select-shared-layouts",
         # T.Pipelined(num_stages > 1): rings of shared tiles, prologue, commit/wait groups and one barrier per
         # iteration; before lower-tile-ops, which marks the ring copies' stores asynchronous, and
         # partition-threads, whose barrier planner leaves the rings to that one barrier.
