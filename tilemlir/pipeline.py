@@ -48,6 +48,9 @@ def final_pipeline() -> list[str]:
         # fill): after vectorize made the vectors and cse made each lane's index one value, before the next
         # canonicalize merges the guards' branches.
         "async-copies",
+        # Swizzled shared buffers' logical indices become physical, once every access (the cp.async
+        # above included) is in its final form; the clean-ups below fold the index arithmetic.
+        "materialize-shared-layouts",
         # Again, now that cse has made the copies' identical row checks one value: scf.if's
         # canonicalization merges adjacent ifs on the same condition, so the loads of
         # consecutive copies share one branch region and all issue before their data is used.

@@ -86,6 +86,7 @@ PASS_MODULES: dict[str, str] = {
     "lower-gemm-simt": "tilemlir.passes.lower_gemm_simt",
     "lower-tile-ops": "tilemlir.passes.lower_tile_ops",
     "lower-tile-to-loops": "tilemlir.passes.cpu_lower_tile_to_loops",
+    "materialize-shared-layouts": "tilemlir.passes.materialize_shared_layouts",
     "partition-threads": "tilemlir.passes.partition_threads",
     "plan-pipeline": "tilemlir.passes.plan_pipeline",
     "select-shared-layouts": "tilemlir.passes.select_shared_layouts",
