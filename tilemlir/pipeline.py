@@ -51,6 +51,8 @@ def final_pipeline() -> list[str]:
         # Swizzled shared buffers' logical indices become physical, once every access (the cp.async
         # above included) is in its final form; the clean-ups below fold the index arithmetic.
         "materialize-shared-layouts",
+        # Offsets in the one dynamic shared buffer, by liveness, once no pass adds a shared buffer.
+        "plan-shared-memory",
         # Again, now that cse has made the copies' identical row checks one value: scf.if's
         # canonicalization merges adjacent ifs on the same condition, so the loads of
         # consecutive copies share one branch region and all issue before their data is used.

@@ -75,7 +75,7 @@ class KernelEmitter:
     def function(self) -> str:
         self.block(self.kernel.body)
         if self.memory.shared_bytes:
-            self.prologue.insert(0, "extern __shared__ __align__(16) unsigned char smem[];")
+            self.prologue.insert(0, f"extern __shared__ __align__({self.memory.shared_align}) unsigned char smem[];")
         body = [f"  {line}" for line in self.prologue]
         if body and self.out.lines and self.out.lines[0].strip():
             body.append("")

@@ -88,6 +88,7 @@ PASS_MODULES: dict[str, str] = {
     "lower-tile-to-loops": "tilemlir.passes.cpu_lower_tile_to_loops",
     "materialize-shared-layouts": "tilemlir.passes.materialize_shared_layouts",
     "partition-threads": "tilemlir.passes.partition_threads",
+    "plan-shared-memory": "tilemlir.passes.plan_shared_memory",
     "plan-pipeline": "tilemlir.passes.plan_pipeline",
     "select-shared-layouts": "tilemlir.passes.select_shared_layouts",
     "simulate-threads": "tilemlir.passes.cpu_simulate_threads",
