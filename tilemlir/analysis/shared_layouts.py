@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-SWIZZLE_ATTR = "tile.swizzle"
+from tilemlir.dialects.tile import SWIZZLE_ATTR, SWIZZLE_WIDTHS, swizzle_problem  # noqa: F401  (re-exported)
+
 RING_ATTR = "tile.ring"  # on a pipelined ring buffer (plan-pipeline)
 ASYNC_ATTR = "tile.async"  # on a ring copy, then on its shared stores (lower-tile-ops)
-SWIZZLE_WIDTHS = (0, 32, 64, 128)
 CHUNK_BYTES = 16
 BANKS = 32
 BANK_BYTES = 4
@@ -68,20 +68,6 @@ def swizzle_width(row_bytes: int) -> int:
         if row_bytes % width == 0:
             return width
     return 0
-
-
-def swizzle_problem(width: int, shape: Sequence[int], element_bytes: int) -> str | None:
-    """Why a buffer of `shape` cannot carry `tile.swizzle = width`, or None."""
-    if width not in SWIZZLE_WIDTHS:
-        return f"'{SWIZZLE_ATTR}' must be one of {', '.join(map(str, SWIZZLE_WIDTHS))}, got {width}"
-    if width == 0:
-        return None
-    if len(shape) < 2:
-        return f"'{SWIZZLE_ATTR}' needs a buffer of rank 2 or more (rows of a tile), got rank {len(shape)}"
-    row_bytes = shape[-1] * element_bytes
-    if row_bytes % width:
-        return f"'{SWIZZLE_ATTR}' = {width} needs rows of a multiple of {width} bytes, got {row_bytes}"
-    return None
 
 
 def swizzled_byte(offset: Any, width: int, ar: IndexArithmetic = INT_ARITHMETIC) -> Any:

@@ -101,9 +101,8 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
-    copies = async_copies.AsyncCopies(launch, function, checker, n_threads,
-                                      {value: buffer.name for value, buffer in checker.buffers.items()})
-    copies.lower()
+    reset = async_copies.lower_async_copies(launch, function, checker, n_threads,
+                                            {value: buffer.name for value, buffer in checker.buffers.items()})
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
@@ -123,7 +122,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()
         barrier.erase()
-    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, copies.reset())
+    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, reset)
 
 
 def _block_dims(launch: ir.Operation) -> tuple[int, int, int]:
