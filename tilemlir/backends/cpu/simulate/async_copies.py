@@ -75,16 +75,6 @@ class AsyncCopies:
         return [(self.groups, 0), *[(t.pending, -1) for t in self.targets.values()]]
 
 
-def lower_async_copies(launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int,
-                       names: dict[ir.Value, str]) -> list[tuple[ir.Value, int]]:
-    """Rewrite the launch's cp.async ops (`AsyncCopies.lower`); the buffers to reset at each block start
-    (none when the launch has no cp.async op: its IR stays as it was)."""
-    if not ops_named(launch, "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait"):
-        return []
-    copies = AsyncCopies(launch, function, checker, n_threads, names)
-    copies.lower()
-    return copies.reset()
-
     def lower(self) -> None:
         """Rewrite the launch's copies, commits and waits; check the accesses of the targets."""
         accesses = [op for op in ops_named(self.launch, *checks.ACCESSES) if _buffer_of(op) in self.targets]
@@ -211,3 +201,13 @@ def fill(buffer: ir.Value, value: int) -> None:
     with b.loop_nest(list(buffer.type.shape)) as indices:
         memref.store(constant, buffer, indices)
 
+
+def lower_async_copies(launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int,
+                       names: dict[ir.Value, str]) -> list[tuple[ir.Value, int]]:
+    """Rewrite the launch's cp.async ops (`AsyncCopies.lower`); the buffers to reset at each block start
+    (none when the launch has no cp.async op: its IR stays as it was)."""
+    if not ops_named(launch, "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait"):
+        return []
+    copies = AsyncCopies(launch, function, checker, n_threads, names)
+    copies.lower()
+    return copies.reset()
