@@ -11,12 +11,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from example_cases import ARTIFACTS, CASES, INDEX_WIDTH_CASES, kernel_for  # noqa: E402
+from example_cases import ARTIFACTS, CASES, INDEX_WIDTH_CASES, PIPELINE_CASES, kernel_for  # noqa: E402
 
 
 def main() -> int:
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    for case in (*CASES, *INDEX_WIDTH_CASES):
+    for case in (*CASES, *INDEX_WIDTH_CASES, *PIPELINE_CASES):
         kernel_for(case).export(ARTIFACTS / case.name)
         print(f"exported {case.name}")
     return 0
