@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from tilemlir.dialects import tensor_core_ops  # noqa: F401  (defines its ops on Tile before Tile.load())
+from tilemlir.dialects import async_copy  # noqa: F401  (defines the cp.async ops on Tile before it loads)
 from tilemlir.dialects.tile import Tile
 from tilemlir.mlir import ir
 

@@ -19,6 +19,12 @@ def thread_pipeline() -> list[str]:
         # Then: every later decision (vector width, shuffle pattern, register count)
         # depends on which thread holds which fragment element.
         "infer-layouts",
+        # Swizzles on the shared tiles tensor-core gemms read (their rings keep them), before plan-pipeline.
+        "select-shared-layouts",
+        # T.Pipelined(num_stages > 1): rings of shared tiles, prologue, commit/wait groups and one barrier per
+        # iteration; before lower-tile-ops, which marks the ring copies' stores asynchronous, and
+        # partition-threads, whose barrier planner leaves the rings to that one barrier.
+        "plan-pipeline",
         # Copies, fills and reductions become element loops, warp shuffles and shared
         # exchanges while fragments are still whole tiles, so they can follow the layouts.
         "lower-tile-ops",
@@ -44,6 +50,15 @@ def final_pipeline() -> list[str]:
         # Upstream clean-up of the index arithmetic the passes above left behind.
         "canonicalize",
         "cse",
+        # A ring copy's shared stores of a global vector load become one cp.async (a guard becomes its zero
+        # fill): after vectorize made the vectors and cse made each lane's index one value, before the next
+        # canonicalize merges the guards' branches.
+        "async-copies",
+        # Swizzled shared buffers' logical indices become physical, once every access (the cp.async
+        # above included) is in its final form; the clean-ups below fold the index arithmetic.
+        "materialize-shared-layouts",
+        # Offsets in the one dynamic shared buffer, by liveness, once no pass adds a shared buffer.
+        "plan-shared-memory",
         # Again, now that cse has made the copies' identical row checks one value: scf.if's
         # canonicalization merges adjacent ifs on the same condition, so the loads of
         # consecutive copies share one branch region and all issue before their data is used.

@@ -66,6 +66,23 @@ GEMM_CASES = tuple(
     for short, dtype, tolerance in (("bf16", "bfloat16", 8e-3), ("f16", "float16", 2e-3))
 )
 
+# examples/gemm.py's matmul in T.Pipelined(num_stages=1..4) rings of cp.async copies
+# (test_pipelined_gemm_gpu.py): K = 520 and 100 leave a ragged last K tile (rows of 1040 / 200
+# bytes: 16- and 8-byte copies), M = 4095 and 129 ragged row blocks; the last case's 4-stage ring
+# takes 128 KiB of shared memory (the runtime raises the kernel's limit at load).
+_PIPELINE_TILES = {"block_M": 64, "block_N": 64, "block_K": 32}
+PIPELINE_CASES = tuple(
+    ExampleCase(f"gemm_stages{stages}_{n}x{k}", "gemm", "matmul", {"N": n, "K": k, **_PIPELINE_TILES,
+                                                                   "num_stages": stages},
+                n=0, rows=(4095, 1024, 129), tolerance=1e-3, input_kwargs={"n": n, "k": k})
+    for stages in (1, 2, 3, 4) for n, k in ((512, 520), (256, 100))
+) + (
+    ExampleCase("gemm_stages4_shared128k", "gemm", "matmul",
+                {"N": 512, "K": 1024, "block_M": 64, "block_N": 64, "block_K": 128, "num_stages": 4},
+                n=0, rows=(1000, 64), tolerance=1e-3, input_kwargs={"n": 512, "k": 1024}),
+)
+PIPELINE_CASES_BY_NAME = {case.name: case for case in PIPELINE_CASES}
+
 # Library kernels at 2**31 elements and more (test_index_width_gpu.py): the elementwise add with 12
 # elements a thread (a 1536-element tile: its guards leave int32 at n = 2**31 - 1, so the compiler makes
 # it 64-bit), the default int8 add and the bf16 softmax of 131072-wide rows (32-bit: the runtime refuses

@@ -53,19 +53,31 @@ def k_loop_body(source: str) -> str:
 def test_example_k_loop_reads_both_shared_tiles(example_source):
     loop = re.search(r"for \(int k = 0; k < 16; \+\+k\) \{\n(.*?)\n\s*\}", example_source, re.S)
     assert loop, "no serial k loop of 16 steps in the generated source"
-    assert re.search(r"acc \+= __half2float\(A_s\[\w+\]\[k\]\) \* __half2float\(B_s\[k\]\[\w+\]\);", loop.group(1))
+    # both operands read from the same slot of their T.Pipelined(num_stages=3) rings
+    assert re.search(r"acc \+= __half2float\(A_s\[(\w+)\]\[\w+\]\[k\]\) \* __half2float\(B_s\[\1\]\[k\]\[\w+\]\);",
+                     loop.group(1))
 
 
-def test_example_copies_and_gemm_are_separated_by_barriers(example_source):
-    body = k_loop_body(example_source)
-    barriers = [m.start() for m in re.finditer(r"__syncthreads\(\);", body)]
-    first_write = re.search(r"\bA_s\[[^\]]+\]\[[^\]]+\] =", body).start()
-    last_write = [m.start() for m in re.finditer(r"\bB_s\[[^\]]+\]\[[^\]]+\] =", body)][-1]
-    k_loop = body.index("for (int k = 0;")
-    # the previous iteration's gemm read A_s / B_s: a barrier before this iteration overwrites them
-    assert any(b < first_write for b in barriers), body
-    # the copies wrote what other threads read in the k loop: a barrier between
-    assert any(last_write < b < k_loop for b in barriers), body
+def test_example_k_loop_is_a_three_stage_ring_with_one_barrier(example_source):
+    """T.Pipelined(num_stages=3): tiles 0 and 1 are copied (cp.async) before the loop, each iteration waits for
+    its tile, synchronizes once, copies tile i + 2 into slot (i + 2) % 3 and computes on slot i % 3."""
+    start = example_source.index("for (int i = 0; i < 16; ++i)")
+    prologue, body = example_source[:start], k_loop_body(example_source)
+    assert prologue.count("tl_cp_async_commit();") == 2
+    assert "tl_cp_async_cg16(&A_s[0][" in prologue and "tl_cp_async_cg16(&B_s[1][" in prologue
+    assert body.count("__syncthreads();") == 1
+    wait, barrier = body.index("tl_cp_async_wait<1>();"), body.index("__syncthreads();")
+    write_slot = re.search(r"int (\w+) = (\w+) % 3;", body)
+    assert re.search(rf"int {write_slot.group(2)} = i \+ 2;", body), body
+    first_write = body.index(f"tl_cp_async_cg16(&A_s[{write_slot.group(1)}]")
+    # rows past M are zero-filled by the copy itself (src_bytes), not by per-element stores
+    assert re.search(r"tl_cp_async_cg16\(&A_s\[\w+\]\[\w+\]\[\w+\], &A\[[^;]*\], \(unsigned\)\(\w+ < M \? 16 : 0\)\);",
+                     body), body
+    assert "0.0f" not in body
+    commit = body.index("tl_cp_async_commit();")
+    read_slot = re.search(r"int (\w+) = i % 3;", body).group(1)
+    first_read = body.index(f"A_s[{read_slot}]")
+    assert wait < barrier < first_write < commit < first_read, body
 
 
 # -- CPU thread level ---------------------------------------------------------------------------------------------

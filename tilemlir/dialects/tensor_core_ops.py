@@ -5,9 +5,9 @@ At the thread level registers live in "local" arrays indexed by constants
 arrays instead of taking SSA vectors as nvgpu's ops do. Each is one warp
 instruction: every lane of the warp runs it together (docs/tensor_cores.md).
 
-Shared indices are logical (as in `memref.load`); `shared_index_operands`
-names them for every op here, so a pass that rewrites shared indices
-(materialize-shared-layouts) finds them the same way for each op.
+Shared indices are logical (as in `memref.load`); `tile.ldmatrix` has its entry in
+`dialects/shared_access.SHARED_INDEXED`, so a pass that rewrites shared indices
+(materialize-shared-layouts) finds them as for every other shared access.
 """
 
 
@@ -141,14 +141,6 @@ def mma_sync(a, b, c, operand_type: str, a_offset: int, b_offset: int, c_offset:
              loc=None, ip=None) -> MmaSyncOp:
     return MmaSyncOp(a, b, c, ir.StringAttr.get(shape), ir.StringAttr.get(operand_type), _i64(a_offset),
                      _i64(b_offset), _i64(c_offset), loc=loc, ip=ip)
-
-
-def shared_index_operands(op: ir.Operation) -> list[tuple[ir.Value, list[ir.Value]]]:
-    """The (shared buffer, logical indices) pairs of a thread-level tensor-core op (empty for the others)."""
-    if op.name == "tile.ldmatrix":
-        operands = list(op.operands)
-        return [(operands[0], operands[2:])]
-    return []
 
 
 TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")

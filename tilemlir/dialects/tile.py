@@ -378,6 +378,24 @@ def check_layout(layout_attr: ir.Attribute, rank: int) -> str | None:
     return None
 
 
+SWIZZLE_ATTR = "tile.swizzle"
+SWIZZLE_WIDTHS = (0, 32, 64, 128)
+
+
+def swizzle_problem(width: int | None, shape: list[int], element_bytes: int) -> str | None:
+    """Why a shared buffer of `shape` cannot carry `tile.swizzle = width` (docs/tensor_cores.md), or None."""
+    if width not in SWIZZLE_WIDTHS:
+        return f"'{SWIZZLE_ATTR}' must be one of {', '.join(map(str, SWIZZLE_WIDTHS))}, got {width}"
+    if width == 0:
+        return None
+    if len(shape) < 2:
+        return f"'{SWIZZLE_ATTR}' needs a buffer of rank 2 or more (rows of a tile), got rank {len(shape)}"
+    row_bytes = shape[-1] * element_bytes
+    if row_bytes % width:
+        return f"'{SWIZZLE_ATTR}' = {width} needs rows of a multiple of {width} bytes, got {row_bytes}"
+    return None
+
+
 # ----------------------------------------------------------------------------
 # Operations.
 
@@ -470,6 +488,11 @@ class _AllocOp(Tile.Operation):
             if self.SPACE != FRAGMENT:
                 return "only fragments carry a 'layout' attribute"
             return check_layout(self.operation.attributes["layout"], type_.rank)
+        if SWIZZLE_ATTR in self.operation.attributes:
+            if self.SPACE != SHARED:
+                return f"only shared buffers carry a '{SWIZZLE_ATTR}' attribute"
+            width = _int_attr(self, SWIZZLE_ATTR)
+            return swizzle_problem(width, list(type_.shape), _element_bytes(type_.element_type))
         return None
 
 

@@ -13,7 +13,7 @@ import re
 from tilemlir.diagnostics.reporting import error, source_location
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
-from tilemlir.emit_cuda import irutil
+from tilemlir.emit_cuda import async_copy, irutil
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.code_writer import MAX_LINE, CodeWriter
 from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
@@ -77,7 +77,7 @@ class KernelEmitter:
     def function(self) -> str:
         self.block(self.kernel.body)
         if self.memory.shared_bytes:
-            self.prologue.insert(0, "extern __shared__ __align__(16) unsigned char smem[];")
+            self.prologue.insert(0, f"extern __shared__ __align__({self.memory.shared_align}) unsigned char smem[];")
         body = [f"  {line}" for line in self.prologue]
         if body and self.out.lines and self.out.lines[0].strip():
             body.append("")
@@ -454,4 +454,5 @@ _HANDLERS = {
     "tile.mma_sync": KernelEmitter._mma_sync,
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
+    **async_copy.HANDLERS,
 }

@@ -5,7 +5,7 @@
   strides the runtime guarantees: `X[row * 4096 + col]` (Horner form).
 - A `"local"` buffer is a register array (`float x[4][8];`), indexed per dim.
 - `"shared"` buffers live in one `extern __shared__ __align__(16) unsigned
-  char smem[]` at planned offsets: a `tile.smem_offset` attribute (set by
+  char smem[]` (1024 when a buffer is `tile.swizzle = 128`) at planned offsets: a `tile.smem_offset` attribute (set by
   plan-shared-memory) is honored; buffers without one follow, each 16-byte
   aligned. Each gets a typed pointer: `float (*red_buf)[4] = ...`.
 - A vector access to global or shared memory reads the aligned vector
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR
 from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
@@ -29,6 +30,7 @@ from tilemlir.hardware import format_bytes, max_shared_bytes
 from tilemlir.mlir import ir
 
 SHARED_ALIGN = 16
+SWIZZLE_128_ALIGN = 1024
 _ALLOCS = ("memref.alloca", "memref.alloc")
 
 
@@ -56,6 +58,9 @@ class Memory:
         self.tensors: dict[ir.Value, Tensor] = {}
         self.buffers: dict[ir.Value, Buffer] = {}
         self.shared_offsets, self.shared_bytes = _plan_shared(kernel)
+        # 1024 when a 128-byte swizzle's address bits must be the offset's (plan-shared-memory aligns it so)
+        self.shared_align = max([SHARED_ALIGN] + [SWIZZLE_128_ALIGN for op in self.shared_offsets
+                                                  if irutil.int_attr(op, SWIZZLE_ATTR) == 128])
         self._launch = kernel.launch
         written = _written_memrefs(kernel.func)
         for arg, py_name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):

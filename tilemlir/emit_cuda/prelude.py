@@ -22,6 +22,8 @@ exact IR semantics where CUDA's own functions differ:
   1 for even, every other base 0. For base 0 MLIR divides 1 by 0 (undefined
   behaviour); the CPU backend's LLVM merges that case with base 1, so the
   helper returns 1 as well.
+- `tl_cp_async_cg16` / `_ca8` / `_ca4`, `tl_cp_async_commit`, `tl_cp_async_wait<N>`: cp.async and its
+  groups (`emit_cuda/async_copy.py`).
 """
 
 from __future__ import annotations
@@ -120,6 +122,26 @@ __device__ __forceinline__ {t} tl_ipowi_i{bits}({t} base, {t} exponent) {{
 _IPOWI_TYPES = {8: ("signed char", "unsigned int"), 16: ("short", "unsigned int"), 32: ("int", "unsigned int"),
                 64: ("long long", "unsigned long long")}
 
+# cp.async (PTX ISA 9.7.9.25.3): the shared address as a 32-bit state-space address; `src_bytes`
+# below the copy size reads that many and zero-fills the rest (cp-size, src-size).
+_CP_ASYNC = """\
+__device__ __forceinline__ void tl_cp_async_{kind}{size}(void* dst, const void* src) {{
+  asm volatile("cp.async.{kind}.shared.global [%0], [%1], {size};" :: "r"((unsigned)__cvta_generic_to_shared(dst)),
+               "l"(src) : "memory");
+}}
+__device__ __forceinline__ void tl_cp_async_{kind}{size}(void* dst, const void* src, unsigned src_bytes) {{
+  asm volatile("cp.async.{kind}.shared.global [%0], [%1], {size}, %2;"
+               :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(src_bytes) : "memory");
+}}"""
+
+_CP_ASYNC_COMMIT = """\
+__device__ __forceinline__ void tl_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }"""
+
+_CP_ASYNC_WAIT = """\
+template <int N> __device__ __forceinline__ void tl_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}"""
+
 HELPERS = {
     "maxmin_f32": _MAXMIN_F32, "maxmin_f64": _MAXMIN_F64, "maxmin_f16": _MAXMIN_16.format(t="half"),
     "maxmin_bf16": _MAXMIN_16.format(t="__nv_bfloat16"),
@@ -127,6 +149,9 @@ HELPERS = {
     "e5m2": _E5M2, "e5m2_f64": _FP8_FROM_F64.format(fmt="e5m2", FMT="E5M2"),
     "division": _DIVISION,
     **{f"ipowi_i{bits}": _IPOWI.format(t=t, u=u, bits=bits) for bits, (t, u) in _IPOWI_TYPES.items()},
+    **{f"cp_async_{kind}{size}": _CP_ASYNC.format(kind=kind, size=size)
+       for kind, size in (("cg", 16), ("ca", 8), ("ca", 4))},
+    "cp_async_commit": _CP_ASYNC_COMMIT, "cp_async_wait": _CP_ASYNC_WAIT,
 }
 
 

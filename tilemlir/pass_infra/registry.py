@@ -77,6 +77,7 @@ def _format(value: Any) -> str:
 
 # Every pass name and the module whose `@register_pass` defines it.
 PASS_MODULES: dict[str, str] = {
+    "async-copies": "tilemlir.passes.async_copies",
     "eliminate-guards": "tilemlir.passes.eliminate_guards",
     "expand-narrow-floats": "tilemlir.passes.cpu_expand_narrow_floats",
     "fuse-fma": "tilemlir.passes.cpu_fuse_fma",
@@ -86,8 +87,12 @@ PASS_MODULES: dict[str, str] = {
     "lower-tile-ops": "tilemlir.passes.lower_tile_ops",
     "lower-tile-to-loops": "tilemlir.passes.cpu_lower_tile_to_loops",
     "lower-gemm-mma": "tilemlir.passes.lower_gemm_mma",
+    "materialize-shared-layouts": "tilemlir.passes.materialize_shared_layouts",
     "partition-threads": "tilemlir.passes.partition_threads",
+    "plan-shared-memory": "tilemlir.passes.plan_shared_memory",
+    "plan-pipeline": "tilemlir.passes.plan_pipeline",
     "select-mma": "tilemlir.passes.select_mma",
+    "select-shared-layouts": "tilemlir.passes.select_shared_layouts",
     "simulate-threads": "tilemlir.passes.cpu_simulate_threads",
     "test-diagnostics": "tilemlir.passes.testing.diagnostics",
     "test-print-layouts": "tilemlir.passes.testing.print_layouts",

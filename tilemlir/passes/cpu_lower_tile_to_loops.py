@@ -13,7 +13,9 @@ backend JIT-compiles:
   (`tilemlir.analysis.padding`, recorded as `tile.pad` first, while the IR
   still has the structure the analysis reads); out-of-range global writes
   are dropped; this holds for element code's `memref.load/store` too;
-- `tile.assume` is dropped (the runtime checks it at launch);
+- `tile.assume` is dropped (the runtime checks it at launch); so are a
+  pipeline's `gpu.barrier`, `tile.cp_async_commit` and `tile.cp_async_wait`
+  (points run in order; its `tile.async` copies are copies);
 - on-chip buffers become heap buffers allocated once at the function entry
   and poisoned at the start of every block (`backends/cpu/buffers.py`);
 - every access to an on-chip buffer (element code and the tile ops' loops)
@@ -36,6 +38,8 @@ from tilemlir.mlir import arith, ir
 from tilemlir.pass_infra.registry import register_pass
 
 _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
+# One block's points run in order here: a pipeline's barrier and cp.async groups order nothing more.
+_SYNCHRONIZATION = ("gpu.barrier", "tile.cp_async_commit", "tile.cp_async_wait")
 
 
 @register_pass("lower-tile-to-loops", "tile-level IR -> upstream scf/memref/arith loops (CPU reference semantics)")
@@ -55,7 +59,7 @@ def _lower_kernel(kernel: ir.Operation, checker: checks.Checker) -> None:
     function = buffers.enclosing_function(kernel)
     _record_padding(kernel)
     element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
-    for op in ops_named(function, "tile.assume"):
+    for op in ops_named(function, "tile.assume", *_SYNCHRONIZATION):
         op.erase()
     for op in ops_named(kernel, *tile_ops.LOWERINGS):
         tile_ops.LOWERINGS[op.name](op)

@@ -16,7 +16,10 @@ CPU backend JIT-compiles:
   started, and every shared access race-checked at run time
   (`backends/cpu/checks.py`); the function gets a trailing `memref<8xi64>`
   status argument and a `tile.sim_sites` attribute describing its errors
-  (`check-races=false` leaves the race checks out). With
+  (`check-races=false` leaves the race checks out);
+- `tile.cp_async` reads its source when it runs and lands in shared memory
+  at the `tile.cp_async_wait` that retires its group; touching a pending
+  element before is a race error (`simulate/async_copies.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks
-from tilemlir.backends.cpu.simulate import collectives, phases, uniformity, values
+from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
@@ -43,7 +46,7 @@ from tilemlir.pass_infra.registry import register_pass
 MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
-_TILE_OPS = {"tile.atomic_add", *phases.COLLECTIVE_OPS}
+_TILE_OPS = {"tile.atomic_add", "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait", *phases.COLLECTIVE_OPS}
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
+    reset = async_copies.lower_async_copies(launch, function, checker, n_threads,
+                                            {value: buffer.name for value, buffer in checker.buffers.items()})
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
@@ -118,7 +123,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()
         barrier.erase()
-    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker)
+    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, reset)
 
 
 def _block_dims(launch: ir.Operation) -> tuple[int, int, int]:
@@ -194,8 +199,10 @@ def _block_level_ops(launch: ir.Operation, state: values.ThreadState) -> list[ir
     return found
 
 
-def _run_blocks(launch: ir.Operation, on_chip: list[ir.Value], checker: checks.Checker) -> None:
-    """Replace the launch by loops over its blocks, each block starting with poisoned buffers."""
+def _run_blocks(launch: ir.Operation, on_chip: list[ir.Value], checker: checks.Checker,
+                reset: list[tuple[ir.Value, int]]) -> None:
+    """Replace the launch by loops over its blocks, each block starting with poisoned buffers (and
+    `reset`'s buffers filled with their values)."""
     view = launch.opview
     body = launch.regions[0].blocks[0]
     grid = [view.gridSizeX, view.gridSizeY, view.gridSizeZ]
@@ -209,6 +216,8 @@ def _run_blocks(launch: ir.Operation, on_chip: list[ir.Value], checker: checks.C
     with launch.location, ir.InsertionPoint.at_block_begin(body):
         for buffer in on_chip:
             buffers.poison(buffer)
+        for buffer, value in reset:
+            async_copies.fill(buffer, value)
         bx, by, bz = args[:3]
         linear = arith.addi(arith.muli(arith.addi(arith.muli(bz, grid[1]), by), grid[0]), bx)
         checker.start_block(linear)

@@ -15,6 +15,8 @@ it, before infer-layouts). What replaces them:
   thread (`scf.for` loops marked `tile.unroll`); a fragment-to-local or
   fragment-to-fragment copy with different layouts goes through a shared
   buffer.
+- The shared stores of a `tile.async` copy (a plan-pipeline ring copy) carry `tile.async`,
+  which async-copies turns into `tile.cp_async` after vectorize.
 - Global reads get `tile.pad`: `analysis.padding.padding_attr`, computed for
   every read before anything is rewritten (also for the global
   `memref.load`s already in element code).
@@ -49,6 +51,7 @@ import math
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
+from tilemlir.analysis.shared_layouts import ASYNC_ATTR
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
@@ -75,6 +78,7 @@ class _KernelLowering:
         self.pool: dict = {}
         self.names = {lir.name_of(op) for op in walk_ops(kernel) if op.name.startswith("tile.alloc_")}
         self.pads: dict = {}
+        self.asynchronous = False  # lowering a plan-pipeline ring copy: its shared stores get `tile.async`
 
     def builder(self, op: ir.Operation) -> Builder:
         return Builder(ir.InsertionPoint(op), op.location, self.block, self.pool)
@@ -87,8 +91,10 @@ class _KernelLowering:
                 src, dst = op.operands[0], op.operands[1]
                 offsets = list(op.operands[2:])
                 box = [a.value for a in op.attributes["shape"]]
+                self.asynchronous = ASYNC_ATTR in op.attributes
                 self.copy(self.builder(op), src, dst, offsets[: src.type.rank], offsets[src.type.rank :], box,
                           pad=self.pads.get(op))
+                self.asynchronous = False
                 op.erase()
             elif op.name == "tile.fill":
                 self.fill(self.builder(op), op.operands[0], op.operands[1])
@@ -224,7 +230,9 @@ class _KernelLowering:
         dst_index = self._side_index(b, box_point, box, dst, dst_off)
         if combine is not None:
             value = b.combine(combine, b.load(dst, dst_index), value, is_unsigned(dst))
-        b.store(value, dst, dst_index)
+        store = b.store(value, dst, dst_index)
+        if self.asynchronous and memory_space(dst.type) == SHARED:
+            store.attributes[ASYNC_ATTR] = ir.UnitAttr.get()
 
     @staticmethod
     def _side_index(b, box_point, box, side, offsets):

@@ -10,7 +10,7 @@ kernel:
   top of the body.
 - Each fragment -> `memref.alloca() {name, tile.layout}` of its register
   count in "local" space; shared / local buffers -> `memref.alloca` in their
-  space.
+  space (a shared one keeps its `tile.swizzle` and `tile.ring`).
 - Each `tile.parallel` -> the loop nest its layout implies: the thread
   digits come from `%tid` (`(tid floordiv c) mod n`), every register digit
   is an `scf.for` from 0 to its size marked `tile.unroll` (outermost: the
@@ -32,7 +32,8 @@ kernel:
   another thread wrote since the last barrier, or writes what another
   thread read (or wrote) since then (also around serial loops); accesses
   of two parallel loops with the same thread map and the same index
-  variables are one thread's and need none.
+  variables are one thread's and need none. Pipeline rings (`tile.ring`)
+  are left out: plan-pipeline's one barrier per iteration orders them.
 - Global accesses keep their logical indices and any `tile.pad`; no bounds
   guards are added (insert-guards does that).
 
@@ -52,10 +53,11 @@ import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.layouts import Digit, TiledLayout
+from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space
 from tilemlir.dialects.tensor_core_ops import GEMM_MNK_ATTR, MMA_ATTR
-from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
+from tilemlir.ir_util import constant_int, defining_op, operation, ops_named, walk_ops
 from tilemlir.mlir import gpu, ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
@@ -149,7 +151,7 @@ class _KernelPartition:
     def _alloca(self, op: ir.Operation) -> None:
         type_ = op.results[0].type
         space = memory_space(type_)
-        attrs = {"name": op.attributes["name"]} if "name" in op.attributes else {}
+        attrs = {key: op.attributes[key] for key in ("name", SWIZZLE_ATTR, RING_ATTR) if key in op.attributes}
         if space == FRAGMENT:
             layout = lir.checked_layout(op, self.threads)
             if layout is None:
@@ -510,7 +512,8 @@ def _conflict(new: _SharedAccess, old: _SharedAccess) -> bool:
 def _accesses(op: ir.Operation) -> list[_SharedAccess]:
     """Shared-memory accesses of one op (a whole tile.parallel, a tile.gemm, or a plain load/store)."""
     if op.name == "tile.gemm":
-        return [_SharedAccess(v, False, None) for v in op.operands[:2] if memory_space(v.type) == SHARED]
+        return [_SharedAccess(v, False, None) for v in op.operands[:2]
+                if memory_space(v.type) == SHARED and not _is_ring(v)]
     if op.name == "tile.parallel":
         return [_parallel_access(op, inner) for inner in walk_ops(op) if _shared_operand(inner) is not None]
     if _shared_operand(op) is not None:
@@ -523,10 +526,16 @@ def _accesses(op: ir.Operation) -> list[_SharedAccess]:
 
 
 def _shared_operand(op: ir.Operation) -> ir.Value | None:
+    """The shared buffer `op` accesses, None also for a pipeline ring (its one barrier orders it)."""
     if op.name not in ("memref.load", "memref.store", "vector.load", "vector.store"):
         return None
     memref = op.operands[1] if op.name.endswith("store") else op.operands[0]
-    return memref if memory_space(memref.type) == SHARED else None
+    return memref if memory_space(memref.type) == SHARED and not _is_ring(memref) else None
+
+
+def _is_ring(buffer: ir.Value) -> bool:
+    owner = defining_op(buffer)
+    return owner is not None and RING_ATTR in owner.attributes
 
 
 def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:

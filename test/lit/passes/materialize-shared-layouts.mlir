@@ -1,0 +1,42 @@
+// materialize-shared-layouts: accesses of a tile.swizzle shared buffer index its physical element
+// (L' = L ^ (((L >> 7) & (W/16 - 1)) << 4) within W-byte panels), unswizzled buffers are left alone.
+// RUN: tile-opt %s -p materialize-shared-layouts | FileCheck %s
+// The output verifies and re-parses.
+// RUN: tile-opt %s -p materialize-shared-layouts | tile-opt -o /dev/null
+
+// A 16-byte cp.async into a 64-byte-swizzled 2-slot ring and a load from it: row r's chunk bits are XORed
+// with (r * 64 >> 7) mod 4; the slot and the row come back as they were.
+// CHECK-LABEL: func.func @swizzled
+// CHECK-SAME: (%{{.+}}: memref<?x32xf16>, %[[R:[a-z0-9]+]]: index
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C4:.+]] = arith.constant 4 : index
+// CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK: %[[S:.+]] = memref.alloca() {name = "A_s", tile.materialized, tile.swizzle = 64 : i64} : memref<2x8x32xf16, "shared">
+// CHECK: %[[U:.+]] = memref.alloca() {name = "U_s"} : memref<8x32xf16, "shared">
+// CHECK: %[[ROWB:.+]] = arith.muli %[[R]], %[[C64]] : index
+// CHECK: %[[L:.+]] = arith.addi %[[ROWB]], %{{.+}} : index
+// CHECK: %[[HI:.+]] = arith.divui %[[L]], %[[C128]] : index
+// CHECK: %[[M:.+]] = arith.remui %[[HI]], %[[C4]] : index
+// CHECK: %[[X:.+]] = arith.muli %[[M]], %[[C16]] : index
+// CHECK: %{{.+}} = arith.xori %[[L]], %[[X]] : index
+// CHECK: "tile.cp_async"(%[[S]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[R]], %{{.+}}) {bytes = 16 : i64}
+// CHECK: arith.xori
+// CHECK: memref.load %[[S]][%{{.+}}, %{{.+}}, %{{.+}}] : memref<2x8x32xf16, "shared">
+// CHECK: memref.load %[[U]][%[[R]], %{{.+}}] : memref<8x32xf16, "shared">
+func.func @swizzled(%A: memref<?x32xf16>, %r: index, %c: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %s = memref.alloca() {name = "A_s", tile.swizzle = 64 : i64} : memref<2x8x32xf16, "shared">
+    %u = memref.alloca() {name = "U_s"} : memref<8x32xf16, "shared">
+    %col = arith.muli %c, %c8 : index
+    "tile.cp_async"(%s, %A, %c1, %r, %col, %r, %col) {bytes = 16 : i64} : (memref<2x8x32xf16, "shared">, memref<?x32xf16>, index, index, index, index, index) -> ()
+    %v = memref.load %s[%c1, %r, %c] : memref<2x8x32xf16, "shared">
+    %w = memref.load %u[%r, %c] : memref<8x32xf16, "shared">
+    gpu.terminator
+  }
+  return
+}

@@ -1,0 +1,32 @@
+"""plan-shared-memory through the compiler: the pipelined gemm's rings share nothing, the planned offsets are the
+emitted ones, and a plan past the device's shared memory is a located error naming the largest buffers."""
+
+import re
+
+import pytest
+
+import tilemlir
+from tilemlir.diagnostics import CompileError
+from test_plan_pipeline import pipelined_gemm
+
+
+def test_rings_get_disjoint_offsets_and_the_emitter_uses_them():
+    kernel = tilemlir.compile(pipelined_gemm(4, N=256, K=256, block_M=64, block_N=64, block_K=32), target="cuda")
+    source = kernel.cuda_source()
+    a = re.search(r"half \(\*A_s\)\[64\]\[32\] = reinterpret_cast<half \(\*\)\[64\]\[32\]>\(smem \+ (\d+)\);", source)
+    b = re.search(r"half \(\*B_s\)\[32\]\[64\] = reinterpret_cast<half \(\*\)\[32\]\[64\]>\(smem \+ (\d+)\);", source)
+    assert a and b, source
+    ring = 4 * 64 * 32 * 2
+    assert sorted([int(a.group(1)), int(b.group(1))]) == [0, ring]
+    assert f"{2 * ring} bytes of dynamic shared memory" in source  # 64 KiB: the runtime raises the limit at load
+
+
+def test_too_much_shared_memory_is_a_located_error():
+    fn = pipelined_gemm(8, N=1024, K=1024, block_M=128, block_N=128, block_K=64)
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(fn, target="cuda")
+    message = str(info.value)
+    assert "test_plan_pipeline.py" in message
+    assert re.search(r"the block needs 262144 bytes \(256 KiB\) of shared memory, more than the 232448 bytes \(227 KiB\) "
+                     r"one block may use on sm_90a; the largest buffers: 'A_s' 131072 bytes \(128 KiB\), 'B_s' 131072 "
+                     r"bytes \(128 KiB\)", message), message

@@ -1,0 +1,101 @@
+"""analysis/shared_layouts.py: the tile.swizzle permutation and the bank-conflict counter that judges it."""
+
+import itertools
+import random
+
+import pytest
+
+from tilemlir.analysis.shared_layouts import (
+    ideal_wavefronts, physical_element, swizzle_problem, swizzle_width, swizzled_byte, wavefronts)
+
+BF16 = 2
+TILES = [(128, 32), (32, 128)]  # an A tile (BM x BK) and a B tile (BK x BN) of a 128x128x32 gemm
+
+
+def byte_address(row: int, col: int, shape, width: int) -> int:
+    return physical_element([row, col], shape, BF16, width) * BF16
+
+
+def test_swizzle_width_is_the_largest_dividing_pattern():
+    assert [swizzle_width(b) for b in (16, 32, 48, 64, 96, 128, 256, 384)] == [0, 32, 0, 64, 32, 128, 128, 128]
+    assert [swizzle_width(shape[1] * BF16) for shape in TILES] == [64, 128]
+
+
+def test_swizzled_byte_is_the_contract_formula():
+    rng = random.Random(7)
+    for width in (32, 64, 128):
+        for _ in range(500):
+            offset = rng.randrange(0, 1 << 14)
+            expected = offset ^ (((offset >> 7) & (width // 16 - 1)) << 4)
+            assert swizzled_byte(offset, width) == expected
+    assert swizzled_byte(12345, 0) == 12345
+
+
+@pytest.mark.parametrize("shape", [(128, 32), (32, 128), (3, 64, 64), (16, 48), (2, 8, 16)])
+def test_physical_index_is_a_permutation_keeping_16_byte_atoms(shape):
+    width = swizzle_width(shape[-1] * BF16)
+    places = [physical_element(list(index), shape, BF16, width) for index in itertools.product(*map(range, shape))]
+    assert sorted(places) == list(range(len(places)))
+    for start in range(0, len(places), 8):  # eight bf16 = one 16-byte atom, never split
+        assert places[start:start + 8] == list(range(places[start], places[start] + 8))
+        assert places[start] % 8 == 0
+
+
+def test_ring_slots_are_whole_tiles():
+    shape = (3, 32, 128)
+    tile = 32 * 128
+    for slot in range(3):
+        places = {physical_element([slot, r, c], shape, BF16, 128) for r in range(32) for c in range(128)}
+        assert places == set(range(slot * tile, (slot + 1) * tile))
+
+
+def ldmatrix_x4_addresses(shape, width, row0, col0):
+    """Lane addresses of an ldmatrix.x4 of the 16x16 block at (row0, col0): lanes 8i..8i+7 give the
+    rows of matrix i, matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (0-7, 8-15), (8-15, 8-15)."""
+    addresses = []
+    for lane in range(32):
+        matrix, row = divmod(lane, 8)
+        addresses.append(byte_address(row0 + row + 8 * (matrix % 2), col0 + 8 * (matrix // 2), shape, width))
+    return addresses
+
+
+@pytest.mark.parametrize("shape", TILES)
+def test_ldmatrix_reads_are_conflict_free_only_when_swizzled(shape):
+    rows, cols = shape
+    width = swizzle_width(cols * BF16)
+    blocks = [(r, c) for r in range(0, rows, 16) for c in range(0, cols, 16)]
+    for row0, col0 in blocks:
+        assert wavefronts(ldmatrix_x4_addresses(shape, width, row0, col0), 16) == ideal_wavefronts(32, 16) == 4
+    worst = max(wavefronts(ldmatrix_x4_addresses(shape, 0, row0, col0), 16) for row0, col0 in blocks)
+    # unswizzled rows of 64 bytes put rows r and r + 2 in one bank group (4-way), of 256 bytes all 8 (8-way)
+    assert worst == {(128, 32): 16, (32, 128): 32}[shape]
+
+
+@pytest.mark.parametrize("shape", TILES)
+@pytest.mark.parametrize("threads", [128, 256])
+def test_cp_async_16_byte_writes_are_conflict_free(shape, threads):
+    """Thread t of the block copies 16-byte chunks t, t + threads, ... of the row-major tile."""
+    rows, cols = shape
+    chunks_per_row = cols * BF16 // 16
+    for width in (swizzle_width(cols * BF16), 0):
+        for first in range(0, rows * chunks_per_row, 32):
+            lanes = [divmod(chunk, chunks_per_row) for chunk in range(first, first + 32)]
+            addresses = [byte_address(r, c * 8, shape, width) for r, c in lanes]
+            assert wavefronts(addresses, 16) == 4
+
+
+def test_wavefront_counter_counts_conflicts_and_broadcasts():
+    assert wavefronts([4 * lane for lane in range(32)], 4) == 1
+    assert wavefronts([128 * lane for lane in range(32)], 4) == 32  # every lane in bank 0, distinct words
+    assert wavefronts([0] * 32, 4) == 1  # one word: a broadcast
+    assert wavefronts([256 * lane for lane in range(8)], 16) == 8
+    with pytest.raises(ValueError, match="not aligned"):
+        wavefronts([8], 16)
+
+
+def test_swizzle_problems():
+    assert swizzle_problem(128, (32, 128), BF16) is None
+    assert swizzle_problem(0, (7,), BF16) is None
+    assert "one of 0, 32, 64, 128" in swizzle_problem(48, (32, 128), BF16)
+    assert "multiple of 128 bytes, got 64" in swizzle_problem(128, (128, 32), BF16)
+    assert "rank 2 or more" in swizzle_problem(64, (64,), BF16)

@@ -1,0 +1,106 @@
+"""materialize-shared-layouts: logical indices into swizzled shared buffers become physical ones.
+
+Takes thread-level IR after vectorize and async-copies, where every access of a shared buffer
+uses logical indices (docs/tensor_cores.md) and a `tile.swizzle = W > 0` alloca says how the
+buffer is stored. Gives the same IR where each access of such a buffer — every op of
+`dialects/shared_access.SHARED_INDEXED`, the one table other shared-indexed ops (ldmatrix) join —
+indexes the element `analysis.shared_layouts.physical_element` computes, written back as the
+row-major indices of that linear position (so the buffer keeps its type, and the emitter its
+declarations). The swizzle atom is 16 bytes, so an aligned vector access or cp.async of up to 16
+bytes stays one contiguous access at the permuted address. The alloca gets `tile.materialized`;
+an op using the buffer that the table does not list is an error naming it.
+"""
+
+from __future__ import annotations
+
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, physical_element
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects.shared_access import SHARED_INDEXED, shared_indices
+from tilemlir.dialects.tile import SHARED, memory_space
+from tilemlir.ir_util import constant_int, operation, ops_named
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.thread_builder import Builder
+
+MATERIALIZED_ATTR = "tile.materialized"
+
+
+class _BuilderArithmetic:
+    """`analysis.shared_layouts.IndexArithmetic` over index values, folding constants."""
+
+    def __init__(self, b: Builder):
+        self.b = b
+
+    def add(self, a, c):
+        return self.b.add(a, c)
+
+    def mul(self, a, c: int):
+        return self.b.mul(a, c)
+
+    def div(self, a, c: int):
+        return self.b.div(a, c)
+
+    def rem(self, a, c: int):
+        return self.b.rem(a, c)
+
+    def xor(self, a, c):
+        a, c = self.b._value(a), self.b._value(c)
+        known_a, known_c = constant_int(a), constant_int(c)
+        if known_a is not None and known_c is not None:
+            return self.b.index(known_a ^ known_c)
+        if known_c == 0:
+            return a
+        return self.b.op("arith.xori", [a, c], [ir.IndexType.get()]).result
+
+    def const(self, a: int):
+        return self.b.index(a)
+
+
+@register_pass("materialize-shared-layouts", "logical indices into tile.swizzle shared buffers -> physical ones")
+def run(module: ir.Operation, options) -> None:
+    module = operation(module)
+    with module.context, module.location:
+        for alloca in ops_named(module, "memref.alloca"):
+            if (memory_space(alloca.results[0].type) == SHARED and SWIZZLE_ATTR in alloca.attributes
+                    and MATERIALIZED_ATTR not in alloca.attributes and alloca.attributes[SWIZZLE_ATTR].value):
+                _materialize(alloca)
+
+
+def _materialize(alloca: ir.Operation) -> None:
+    buffer = alloca.results[0]
+    type_ = buffer.type
+    width = alloca.attributes[SWIZZLE_ATTR].value
+    element_bytes = -(-type_.element_type.width // 8)
+    block = alloca.block
+    users = []
+    for use in buffer.uses:
+        user = operation(use.owner)
+        where = shared_indices(user)
+        if where is None or where.buffer != use.operand_number:
+            listed = ", ".join(sorted(SHARED_INDEXED))
+            raise diag.error(user, f"{user.name} uses the swizzled shared buffer '{_name(alloca)}', but "
+                                   f"materialize-shared-layouts rewrites only the indices of {listed} "
+                                   "(add the op to dialects/shared_access.SHARED_INDEXED)")
+        users.append((user, where))
+    pool: dict = {}
+    for user, where in users:
+        b = Builder(ir.InsertionPoint(user), user.location, block, pool)
+        logical = where.indices(user)
+        linear = physical_element(logical, list(type_.shape), element_bytes, width, _BuilderArithmetic(b))
+        physical = _row_major(b, linear, list(type_.shape))
+        for k, value in enumerate(physical):
+            user.operands[where.first + k] = value
+    alloca.attributes[MATERIALIZED_ATTR] = ir.UnitAttr.get()
+
+
+def _row_major(b: Builder, linear, shape: list[int]) -> list[ir.Value]:
+    """The indices of row-major position `linear` (< the buffer's size) in `shape`."""
+    indices = []
+    for size in reversed(shape[1:]):
+        indices.append(b.rem(linear, size))
+        linear = b.div(linear, size)
+    return [linear, *reversed(indices)]
+
+
+def _name(alloca: ir.Operation) -> str:
+    return ir.StringAttr(alloca.attributes["name"]).value if "name" in alloca.attributes else "shared"
