@@ -240,7 +240,8 @@ class _Pipeline:
             lead_a = [slot] if operands[0] in ring_of else []
             lead_b = [slot] if operands[1] in ring_of else []
             a, b = (ring_of.get(v, v) for v in operands[:2])
-            new = tile.gemm(a, b, operands[2], ring_indices=[*lead_a, *ring_a, *lead_b, *ring_b], loc=loc,
+            new = tile.gemm(a, b, operands[2], read.attributes["transpose_a"].value,
+                            read.attributes["transpose_b"].value, [*lead_a, *ring_a, *lead_b, *ring_b], loc=loc,
                             ip=ip).operation
         else:
             src, dst = operands[0], operands[1]
