@@ -90,6 +90,24 @@ def test_select_is_the_union_and_affine_maps_round_as_mlir_does():
     assert got["lo"] == (0, 50) and got["hi"] == (5, 27)
 
 
+def test_bitwise_ops_of_non_negative_values_stay_below_the_next_power_of_two():
+    # the swizzle's `L ^ ((L >> 7) mod 4) << 4` on a shared tile's byte offset (materialize-shared-layouts)
+    got = ranges("""
+    %t = gpu.thread_id x
+    %c16 = arith.constant 16 : index
+    %l = arith.muli %t, %c16 : index
+    %r = arith.remui %t, %c16 : index
+    %x = arith.xori %l, %r : index
+    %o = arith.ori %t, %c16 : index
+    %a = arith.andi %k, %c16 : index
+    %u = arith.xori %k, %c16 : index
+    %neg = arith.subi %c0, %t : index
+    %v = arith.ori %neg, %c16 : index""")
+    assert got["l"] == (0, 2032) and got["x"] == (0, 2047)
+    assert got["o"] == (0, 127) and got["a"] == (0, 16)  # an and by a non-negative bound is below it
+    assert got["u"] == UNKNOWN and got["v"] == UNKNOWN  # %k unbounded; %neg may be negative
+
+
 def test_a_branch_on_a_comparison_bounds_the_values_inside_it():
     got = ranges("""
     %t = gpu.thread_id x

@@ -70,6 +70,21 @@ def mod(a: Range, c: int) -> Range:
     return UNKNOWN
 
 
+def bitwise(name: str, a: Range, b: Range) -> Range:
+    """`arith.andi` / `ori` / `xori` of ranges: bounded where the operands are known non-negative
+    (an and by a non-negative bound, an or / xor below the next power of two of both bounds)."""
+    def bound(r: Range) -> int | None:
+        return r[1] if r[0] is not None and r[0] >= 0 and r[1] is not None else None
+
+    ha, hb = bound(a), bound(b)
+    if name == "arith.andi":
+        known = [h for h in (ha, hb) if h is not None]
+        return (0, min(known)) if known else UNKNOWN
+    if ha is None or hb is None:
+        return UNKNOWN
+    return 0, (1 << max(ha, hb).bit_length()) - 1
+
+
 def union(a: Range, b: Range) -> Range:
     lo = None if a[0] is None or b[0] is None else min(a[0], b[0])
     hi = None if a[1] is None or b[1] is None else max(a[1], b[1])
@@ -216,6 +231,9 @@ class Intervals:
                 "arith.maxsi": lambda: _minmax(a, b, max),
             }[name]()
             return _fitted(result, value.type)  # a sized integer wraps
+        if name in ("arith.andi", "arith.ori", "arith.xori"):
+            a, b = self.operand_range(op, operands[0], depth), self.operand_range(op, operands[1], depth)
+            return bitwise(name, a, b)
         if name in _DIVISIONS:
             c = _positive_constant(operands[1])
             a = self.operand_range(op, operands[0], depth)
