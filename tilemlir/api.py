@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
+from tilemlir.pass_configs import options_from_pass_configs
 
 FRONTEND = "frontend"
 PLANNED_STAGES = ("frontend", "thread", "final")
@@ -84,12 +85,16 @@ def _print(module, debuginfo: bool) -> str:
 
 
 def _is_tensor_annotation(node: ast.expr | None) -> bool:
-    """Whether a parameter annotation is a `T.Tensor(...)` (or `T.Buffer(...)`) call."""
-    if not isinstance(node, ast.Call):
+    """Whether a parameter annotation is a `T.Tensor(...)` call or a `T.Tensor[...]` subscript (or the
+    same with `T.Buffer` or `T.StridedTensor`)."""
+    if isinstance(node, ast.Call):
+        callee = node.func
+    elif isinstance(node, ast.Subscript):
+        callee = node.value
+    else:
         return False
-    callee = node.func
     name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
-    return name in ("Tensor", "Buffer")
+    return name in ("Tensor", "Buffer", "StridedTensor")
 
 
 class JitFunction:
@@ -331,16 +336,23 @@ class Kernel:
         return f"<tilemlir.Kernel '{self.name}' target={self.target}>"
 
 
-def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, **options):
+def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, pass_configs: dict | None = None,
+        **options):
     """Decorate a kernel function or a kernel factory (see `JitFunction`).
 
     `out_idx` (an int or a list, negative counting from the end) names the
     tensor parameters the runtime allocates and returns; `target` and the
-    other keyword options are passed on to `compile`.
+    other keyword options are passed on to `compile`. `pass_configs` takes
+    TileLang's `{PassConfigKey.X: value}` (tilemlir.pass_configs): the keys
+    with a meaning here become options (an explicit option wins).
     """
-    if fn is None:
-        return lambda f: JitFunction(f, out_idx, target, options)
-    return JitFunction(fn, out_idx, target, options)
+    def decorate(f: Callable) -> JitFunction:
+        code = getattr(f, "__code__", None)
+        where = SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
+        merged = {**options_from_pass_configs(pass_configs, where), **options}
+        return JitFunction(f, out_idx, target, merged)
+
+    return decorate if fn is None else decorate(fn)
 
 
 def _kernel_function(fn) -> JitFunction:

@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 
-_PyBool = type(True)  # this module rebinds `bool` to the dtype T.bool
+_PyBool = type(True)  # this module rebinds `bool`, `int` and `float` to the dtypes T.bool, T.int and T.float
+_PyInt = type(0)
 
 
 class DeclarationError(CompileError, ValueError):
@@ -76,6 +77,11 @@ class DType:
     @property
     def is_int(self) -> bool:
         return self.kind in ("int", "uint")
+
+    @property
+    def bytes(self) -> int:
+        """Bytes one element takes (TileLang's `dtype.bytes`; a bool takes one)."""
+        return (self.bits + 7) // 8
 
     def __call__(self, value):
         """Inside a kernel, `T.float32(x)` is `T.cast(x, T.float32)`."""
@@ -177,14 +183,14 @@ class Tensor:
     shape: tuple
     dtype: DType
 
-    def __init__(self, shape, dtype_: Any):
+    def __init__(self, shape, dtype_: Any = "float32"):
         if isinstance(shape, (numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
             raise DeclarationError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
         dims = tuple(_dim(d) for d in shape)
         for dim in dims:
-            if isinstance(dim, int) and dim <= 0:
+            if isinstance(dim, _PyInt) and dim <= 0:
                 raise DeclarationError(f"T.Tensor dims must be positive, got {dim}")
         try:
             element = dtype(dtype_)
@@ -196,13 +202,22 @@ class Tensor:
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape!r}, {self.dtype!r})"
 
+    def __class_getitem__(cls, key) -> "Tensor":
+        """TileLang's subscript spelling: `T.Tensor[(M, N), dtype]` or `T.Tensor[M, N, dtype]`."""
+        if not isinstance(key, tuple) or len(key) < 2:
+            raise DeclarationError(f"T.Tensor[...] takes the dims and then the dtype, as in T.Tensor[(M, N), "
+                                   f"T.float16] or T.Tensor[M, N, T.float16], got T.Tensor[{key!r}]")
+        *dims, element = key
+        shape = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
+        return cls(shape, element)
+
 
 def _dim(dim):
     """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
     if isinstance(dim, Symbolic):
         return dim
     if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
-        return int(dim)
+        return _PyInt(dim)
     raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
 
 
@@ -239,7 +254,7 @@ class _AffineExpr:
     def lift(value) -> "_AffineExpr":
         if isinstance(value, _AffineExpr):
             return value
-        if isinstance(value, int) and not isinstance(value, _PyBool):
+        if isinstance(value, _PyInt) and not isinstance(value, _PyBool):
             return _AffineExpr(str(value), value)
         raise TypeError(f"a layout map may only use ints and its index arguments, got {value!r}")
 
@@ -289,7 +304,7 @@ class Layout:
     """
 
     def __init__(self, thread_map, local_map, replicate: int = 1):
-        if not isinstance(replicate, int) or replicate < 1:
+        if not isinstance(replicate, _PyInt) or replicate < 1:
             raise ValueError(f"Layout replicate must be a positive int, got {replicate!r}")
         self.thread_map = thread_map
         self.local_map = local_map
@@ -489,7 +504,7 @@ def infinity(dtype):
 @_intrinsic
 def ceildiv(a, b):
     """ceil(a / b) for integers; on Python ints it computes right away."""
-    if isinstance(a, int) and isinstance(b, int):
+    if isinstance(a, _PyInt) and isinstance(b, _PyInt):
         return -(-a // b)
     _kernel_only("T.ceildiv on non-integers")
 
@@ -521,6 +536,152 @@ ceil = _math("ceil", "Round toward +inf (floats).")
 fma = _math("fma", "a * b + c with a single rounding.")
 
 
+# ----------------------------------------------------------------------------
+# TileLang spellings: the names TileLang kernels use for what is above, and its small helpers.
+# (Kept in one block; docs/tilelang.md lists them.)
+
+half = float16
+float = float32  # noqa: A001 - TileLang's `T.float`
+double = float64
+short = int16
+int = int32  # noqa: A001 - TileLang's `T.int`
+uint = uint32
+long = int64
+float8_e4m3fn = float8_e4m3  # tilemlir's float8_e4m3 is the finite-only e4m3 ("fn") format
+
+Serial = serial
+
+
+def vectorized(*bounds):
+    """`for i in T.vectorized(n)`: TileLang's vectorized loop, here a sequential loop the backend unrolls
+    (as T.unroll; the emitter picks vector widths itself)."""
+    _kernel_only("T.vectorized")
+
+
+vectorized.__tilemlir_intrinsic__ = "unroll"
+
+
+def _strided_tensor(shape, strides, dtype_: Any = "float32") -> Tensor:
+    """TileLang's `T.StridedTensor(shape, strides, dtype)`: a tensor with the given element strides.
+    tilemlir's tensor parameters are row-major and contiguous, so `strides` must be those of `shape`."""
+    tensor = Tensor(shape, dtype_)
+    if isinstance(strides, (numbers.Integral, Symbolic)):
+        strides = (strides,)
+    if not isinstance(strides, (tuple, list)) or len(strides) != len(tensor.shape):
+        raise DeclarationError(f"T.StridedTensor needs one stride per dim ({len(tensor.shape)}), got {strides!r}")
+    expected = _contiguous_strides(tensor.shape)
+    if tuple(_stride_key(s) for s in strides) != tuple(_stride_key(s) for s in expected):
+        raise DeclarationError(
+            f"T.StridedTensor with strides {tuple(strides)!r} is not supported: tilemlir's tensor parameters are "
+            f"contiguous and row-major (strides {expected!r} for shape {tensor.shape!r}); pass a contiguous copy")
+    return tensor
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        if isinstance(step, _PyInt) and isinstance(dim, _PyInt):
+            step = step * dim
+        else:
+            step = _StrideProduct(step, dim)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class _StrideProduct:
+    """A symbolic row-major stride: the product of the dims after it."""
+
+    left: Any
+    right: Any
+
+    def __repr__(self) -> str:
+        return f"{self.left!r} * {self.right!r}"
+
+
+def _stride_key(stride):
+    if isinstance(stride, _StrideProduct):
+        return ("*", *sorted(map(repr, _factors(stride))))
+    if isinstance(stride, Symbolic):
+        return ("*", repr(stride))
+    if not isinstance(stride, _PyBool) and isinstance(stride, numbers.Integral):
+        return _PyInt(stride)
+    raise DeclarationError(f"T.StridedTensor strides must be ints or T.symbolic dims, got {stride!r}")
+
+
+def _factors(stride) -> list:
+    if isinstance(stride, _StrideProduct):
+        return [f for part in (stride.left, stride.right) for f in _factors(part) if f != 1]
+    return [stride]
+
+
+StridedTensor = _strided_tensor
+StridedTensor.__name__ = StridedTensor.__qualname__ = "StridedTensor"
+
+
+@_intrinsic
+def Cast(dtype, value):  # noqa: N802 - TVM's spelling
+    """TVM's `T.Cast(dtype, value)`: `T.cast(value, dtype)` (note the argument order)."""
+    _kernel_only("T.Cast")
+
+
+@_intrinsic
+def Select(condition, true_value, false_value):  # noqa: N802 - TVM's spelling
+    """TVM's `T.Select(cond, a, b)`: `a` where `cond` holds, else `b`; both sides are evaluated."""
+    _kernel_only("T.Select")
+
+
+@_intrinsic
+def And(a, b):  # noqa: N802 - TVM's spelling
+    """Logical and of two bools (both sides are evaluated)."""
+    _kernel_only("T.And")
+
+
+@_intrinsic
+def Or(a, b):  # noqa: N802 - TVM's spelling
+    """Logical or of two bools (both sides are evaluated)."""
+    _kernel_only("T.Or")
+
+
+@_intrinsic
+def clamp(value, min_value, max_value):
+    """`T.min(T.max(value, min_value), max_value)`, as TileLang computes it."""
+    _kernel_only("T.clamp")
+
+
+@_intrinsic
+def max_value(dtype):
+    """The largest finite value of `dtype` (TVM's `T.max_value`)."""
+    _kernel_only("T.max_value")
+
+
+@_intrinsic
+def min_value(dtype):
+    """The lowest finite value of `dtype`: the most negative int, or minus the largest finite float."""
+    _kernel_only("T.min_value")
+
+
+def cdiv(a, b):
+    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
+        raise TypeError(f"cdiv takes two ints, got {a!r} and {b!r}")
+    return -(-a // b)
+
+
+def next_power_of_2(n) -> int:
+    """The smallest power of two >= n, for a Python int n (1 for n <= 1), as `tilelang.next_power_of_2`."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, _PyBool):
+        raise TypeError(f"next_power_of_2 takes an int, got {n!r}")
+    return 1 if n <= 1 else 1 << _PyInt(n - 1).bit_length()
+
+
+_TILELANG_NAMES = [
+    "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
+    "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
+    "cdiv", "next_power_of_2",
+]
+
+
 __all__ = [
     *DTYPES,
     "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
@@ -530,4 +691,5 @@ __all__ = [
     "gemm", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
     "floor", "ceil", "fma",
+    *_TILELANG_NAMES,
 ]

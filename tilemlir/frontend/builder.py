@@ -26,6 +26,7 @@ from tilemlir.frontend.macros import MacroMixin
 from tilemlir.frontend.signature import SignatureMixin
 from tilemlir.frontend.source import KernelError, KernelSource, is_unbound
 from tilemlir.frontend.statements import StmtMixin
+from tilemlir.frontend.tilelang_ops import TileLangOpsMixin
 from tilemlir.frontend.tileops import TileOpsMixin
 from tilemlir.frontend.values import Binding, KernelState, Scope, is_runtime
 from tilemlir.mlir import MLIRError, func, ir
@@ -43,7 +44,8 @@ _SCOPE_HINTS = {
 }
 
 
-class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, SignatureMixin):
+class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
+                    SignatureMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context):

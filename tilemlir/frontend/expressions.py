@@ -143,7 +143,9 @@ class ExprMixin:
         if isinstance(base, Scalar):
             if attr == "dtype":
                 return base.dtype
-            raise KernelError(f"a run-time {base.dtype} value has no attribute '{attr}'")
+            if attr == "astype":
+                return self.astype_method(base, node)
+            raise KernelError(f"a run-time {base.dtype} value has no attribute '{attr}' (it has dtype and astype)")
         try:
             return getattr(base, attr)
         except AttributeError:

@@ -1,0 +1,295 @@
+"""TileLang source compatibility (issue 22): TileLang-style kernels (tilelang_kernels.py, which imports
+`tilemlir as tilelang`) on the CPU backend at tile and thread level against float64 numpy, and through
+NVRTC for sm_90a; pass_configs keys; the `main` entry name; TileLang's annotation spellings."""
+
+import logging
+import re
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tilemlir
+import tilemlir.language as T
+from frontend_util import load_module, marked
+from tilemlir.diagnostics import CompileError
+from tilemlir.pass_configs import KNOWN_KEYS, PassConfigKey, options_from_pass_configs
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tilelang_kernels as K  # noqa: E402
+
+FP8 = ml_dtypes.float8_e4m3fn
+LEVELS = ("tile", "thread")
+
+
+def rel_err(got, want) -> float:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+def cpu(factory, level, *args):
+    return tilemlir.compile(factory.instantiate(*args), target="cpu", level=level)
+
+
+def nvrtc(factory, *args):
+    """Compile for sm_90a through NVRTC (no GPU needed): the kernel, with a real cubin."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    kernel = tilemlir.compile(factory.instantiate(*args), target="cuda", arch="sm_90a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+    return kernel
+
+
+# ----------------------------------------------------------------------------
+# The kernels, with real values.
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("in_dtype, out_dtype", [("float32", "float32"), ("float16", "float32")])
+def test_elementwise_add(level, in_dtype, out_dtype, rng):
+    a, b = (rng.standard_normal((64, 96)).astype(in_dtype) for _ in range(2))
+    c = cpu(K.elementwise_add, level, 64, 96, 16, 32, in_dtype, out_dtype, 128)(a, b)
+    want = (a + b).astype(out_dtype)  # TileLang adds in the inputs' dtype, then stores converting
+    assert c.dtype == np.dtype(out_dtype)
+    assert np.array_equal(c, want)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_softmax(level, rng):
+    x = (3 * rng.standard_normal((5, 256))).astype(np.float16)
+    y = cpu(K.softmax, level, 5, 256)(x)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(1, keepdims=True))
+    assert rel_err(y, e / e.sum(1, keepdims=True)) < 2e-3
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_rms_norm(level, rng):
+    a = rng.standard_normal((8, 128)).astype(np.float32)
+    b = cpu(K.rms_norm_kernel, level, 8, 128, 2)(a)
+    ad = a.astype(np.float64)
+    want = ad * (1 / np.sqrt((ad * ad).mean(1, keepdims=True)) + 1e-12)  # the example's formula
+    assert rel_err(b, want) < 1e-6
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_row_reduce(level, rng):
+    a = rng.standard_normal((8, 256)).astype(np.float32)
+    s, m = cpu(K.row_reduce, level, 8, 256, 2)(a)
+    assert rel_err(s, a.astype(np.float64).sum(1)) < 1e-5
+    assert np.array_equal(m, np.abs(a).max(1))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_per_token_cast_to_fp8_bitwise(level, rng):
+    x = (rng.standard_normal((4, 256)) * rng.uniform(0.01, 100, (4, 1))).astype(np.float32)
+    x[1, :128] = 1e-6  # an all-tiny group: the 1e-4 floor of amax decides its scale
+    q, s = cpu(K.per_token_cast_to_fp8, level, 4, 256, 2)(x)
+    groups = x.reshape(4, 2, 128)
+    amax = np.maximum(np.abs(groups).max(2), np.float32(1e-4))
+    want_s = amax / np.float32(448.0)
+    want_q = np.clip(groups / want_s[:, :, None], np.float32(-448.0), np.float32(448.0)).astype(FP8)
+    assert np.array_equal(s, want_s)
+    assert np.array_equal(q.view(np.uint8), want_q.reshape(4, 256).view(np.uint8))
+
+
+def masked_scale_reference(a, lo):
+    x = a.astype(np.float32) * np.float32(2)  # one T.Serial step: next_power_of_2(7) // 8
+    col = np.arange(a.shape[1])[None, :]
+    keep = ((x > lo[:, None]) & (col % 2 == 0)) | (col == 1)
+    big = np.where(x > 2, np.float32(2), x)
+    out = np.where(keep, big, np.float32(-1))  # T.max(T.min_value(half), -1)
+    return np.minimum(out, np.float32(65504)).astype(np.float16)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tvm_scalar_spellings(level, rng):
+    a = (2 * rng.standard_normal((3, 256))).astype(np.float16)
+    lo = rng.standard_normal(3).astype(np.float32)
+    b = cpu(K.masked_scale, level, 3, 256, 64)(a, lo)
+    assert np.array_equal(b, masked_scale_reference(a, lo))
+
+
+NVRTC_CASES = [
+    (K.elementwise_add, (64, 96, 16, 32, "float16", "float32", 128)),
+    (K.softmax, (5, 256)),
+    (K.rms_norm_kernel, (8, 128, 2)),
+    (K.row_reduce, (8, 256, 2)),
+    (K.per_token_cast_to_fp8, (4, 256, 2)),
+    (K.masked_scale, (3, 256, 64)),
+]
+
+
+@pytest.mark.parametrize("factory, args", NVRTC_CASES, ids=[c[0].__name__ for c in NVRTC_CASES])
+def test_compiles_for_sm90a_with_a_mangled_main(factory, args):
+    kernel = nvrtc(factory, *args)
+    assert kernel.name == "main_kernel"
+    assert re.search(r'extern "C" __global__ void __launch_bounds__\(\d+(, \d+)?\) main_kernel\(', kernel.cuda_source())
+    assert not re.search(r"\bmain\(", kernel.cuda_source())
+
+
+# ----------------------------------------------------------------------------
+# Kernel names C++ does not allow.
+
+
+NAMED = """
+@tilemlir.jit(out_idx=[-1])
+def {name}(A: T.Tensor((M,), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 128), threads=128) as bx:
+        for i in T.Parallel(128):
+            if bx * 128 + i < M:
+                B[bx * 128 + i] = A[bx * 128 + i] * 2
+"""
+
+
+@pytest.mark.parametrize("name, c_name", [("main", "main_kernel"), ("double", "double_kernel"),
+                                          ("ядро", "u____"), ("__twice", "u__twice"), ("twice", "twice")])
+def test_kernel_names_become_valid_cuda_entry_points(tmp_path, rng, name, c_name):
+    fn = getattr(load_module(tmp_path, NAMED.format(name=name)), name)
+    a = rng.standard_normal(300).astype(np.float32)
+    assert np.array_equal(tilemlir.compile(fn, target="cpu")(a), a * 2)
+    pytest.importorskip("cuda.bindings.nvrtc")
+    kernel = tilemlir.compile(fn, target="cuda", arch="sm_90a")
+    assert kernel.name == c_name
+    assert f" {c_name}(" in kernel.cuda_source()
+    assert kernel.cubin[:4] == b"\x7fELF"
+
+
+# ----------------------------------------------------------------------------
+# pass_configs.
+
+
+def test_every_tilelang_key_is_known():
+    assert {k.value for k in PassConfigKey} <= KNOWN_KEYS
+    assert "tirx.disable_vectorize" in KNOWN_KEYS  # later TileLang's spelling of the TIR keys
+
+
+@pytest.mark.parametrize("configs, options", [
+    ({PassConfigKey.TL_ENABLE_FAST_MATH: True}, {"fast_math": True}),
+    ({"tl.enable_fast_math": False}, {"fast_math": False}),
+    ({"tl.disable_fast_math": True}, {"fast_math": False}),
+    ({"tl.disable_fast_math": False}, {"fast_math": True}),
+    ({PassConfigKey.TL_CONFIG_INDEX_BITWIDTH: 64}, {"index_bits": 64}),
+    ({"tl.config_index_bitwidth": 32}, {}),
+    ({PassConfigKey.TL_DISABLE_TMA_LOWER: True, "tl.disable_warp_specialized": True, "tirx.noalias": True}, {}),
+    (None, {}),
+])
+def test_pass_configs_become_options(configs, options):
+    assert options_from_pass_configs(configs) == options
+
+
+def test_ignored_keys_log_one_debug_line(caplog):
+    with caplog.at_level(logging.DEBUG, logger="tilemlir.pass_configs"):
+        options_from_pass_configs({PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
+    lines = [r.getMessage() for r in caplog.records if r.name == "tilemlir.pass_configs"]
+    assert lines == ["pass config tl.disable_warp_specialized=True ignored: tilemlir does not warp-specialize kernels"]
+
+
+@pytest.mark.parametrize("configs, words", [
+    ({"tl.disable_tma": True}, "unknown pass config key 'tl.disable_tma'"),
+    ({"tl.enable_fast_math": 1}, "pass config 'tl.enable_fast_math' takes True or False, got 1"),
+    ({"tl.config_index_bitwidth": 16}, "pass config 'tl.config_index_bitwidth' takes 32 or 64, got 16"),
+    ([("tl.enable_fast_math", True)], "pass_configs must be a dict"),
+])
+def test_bad_pass_configs_are_located_errors(tmp_path, configs, words):
+    source = f"""
+    @@@tilemlir.jit(out_idx=[-1], pass_configs={configs!r})
+    def k(A: T.Tensor((M,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            T.fill(A[0:32], 0)
+    """
+    clean, line, _ = marked(source)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    assert words in str(info.value)
+    assert info.value.location.line == line
+
+
+def test_pass_configs_reach_the_compile(tmp_path):
+    module = load_module(tmp_path, """
+    @tilemlir.jit(out_idx=[-1], pass_configs={"tl.enable_fast_math": True, "tl.config_index_bitwidth": 64})
+    def k(A: T.Tensor((M,), T.float32), B: T.Tensor((M,), T.float32)):
+        with T.Kernel(T.ceildiv(M, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < M:
+                    B[bx * 128 + i] = T.exp(A[bx * 128 + i])
+
+    @tilemlir.jit(out_idx=[-1], pass_configs={"tl.enable_fast_math": True}, fast_math=False)
+    def exact(A: T.Tensor((M,), T.float32), B: T.Tensor((M,), T.float32)):
+        with T.Kernel(T.ceildiv(M, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                if bx * 128 + i < M:
+                    B[bx * 128 + i] = T.exp(A[bx * 128 + i])
+    """)
+    assert module.k.options == {"fast_math": True, "index_bits": 64}
+    assert module.exact.options == {"fast_math": False}  # an explicit option wins
+    pytest.importorskip("cuda.bindings.nvrtc")
+    fast = tilemlir.compile(module.k, target="cuda", arch="sm_90a")
+    exact = tilemlir.compile(module.exact, target="cuda", arch="sm_90a")
+    assert fast.options["fast_math"] is True and "__expf" in fast.cuda_source()
+    assert "__expf" not in exact.cuda_source()
+    assert "long long M" in fast.cuda_source() and "long long M" not in exact.cuda_source()
+
+
+# ----------------------------------------------------------------------------
+# Annotations and helpers Python evaluates before the frontend.
+
+
+def test_tensor_subscript_spellings():
+    M = T.symbolic("M")
+    assert T.Tensor[(M, 8), T.half] == T.Tensor((M, 8), T.float16)
+    assert T.Tensor[M, 8, "float"] == T.Tensor((M, 8), T.float32)
+    assert T.Tensor[(4,), T.int] == T.Tensor((4,), T.int32)
+    assert T.Buffer[(M, 8), T.bfloat16] == T.Tensor((M, 8), T.bfloat16)
+    assert T.Tensor((M, 8)) == T.Tensor((M, 8), T.float32)  # TileLang's default dtype
+    assert T.StridedTensor((M, 8, 4), (32, 4, 1), T.float16) == T.Tensor((M, 8, 4), T.float16)
+    N = T.symbolic("N")
+    assert T.StridedTensor((M, N), (N, 1)) == T.Tensor((M, N), T.float32)
+
+
+def test_tilelang_dtype_names_and_helpers():
+    assert (T.float, T.half, T.double, T.int, T.uint, T.long, T.short) == (
+        T.float32, T.float16, T.float64, T.int32, T.uint32, T.int64, T.int16)
+    assert T.float8_e4m3fn is T.float8_e4m3
+    assert [d.bytes for d in (T.bool, T.float8_e4m3fn, T.half, T.float, T.double)] == [1, 1, 2, 4, 8]
+    assert tilemlir.cdiv(7, 2) == 4 and tilemlir.cdiv(8, 2) == 4 and tilemlir.cdiv(-7, 2) == -3
+    assert [tilemlir.next_power_of_2(n) for n in (0, 1, 2, 3, 17, 64, 65)] == [1, 1, 2, 4, 32, 64, 128]
+    assert T.Serial is T.serial
+    with pytest.raises(TypeError, match="cdiv takes two ints"):
+        tilemlir.cdiv(7.0, 2)
+
+
+@pytest.mark.parametrize("annotation, words", [
+    ("T.Tensor[T.float32]", "T.Tensor[...] takes the dims and then the dtype"),
+    ("T.Tensor[(M, 8), 'float7']", "unknown dtype 'float7'"),
+    ("T.StridedTensor((M, 8), (16, 1), T.float32)", "T.StridedTensor with strides (16, 1) is not supported"),
+    ("T.StridedTensor((M, 8), (8,), T.float32)", "T.StridedTensor needs one stride per dim (2)"),
+])
+def test_annotation_errors_are_located(tmp_path, annotation, words):
+    source = f"""
+    @tilemlir.jit
+    def k(A: @@{annotation}):
+        with T.Kernel(1, threads=32) as bx:
+            T.fill(A[0, 0:8], 0)
+    """
+    clean, line, col = marked(source)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    assert words in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_subscript_annotated_kernel_runs(tmp_path, rng, level):
+    module = load_module(tmp_path, """
+    @tilemlir.jit(out_idx=[-1])
+    def k(A: T.Tensor[M, 64, T.half], B: T.Tensor[(M, 64), T.float]):
+        with T.Kernel(M, threads=64) as bx:
+            for j in T.Parallel(64):
+                B[bx, j] = T.clamp(A[bx, j].astype(T.float), -1.0, T.Cast(T.float, 0.5))
+    """)
+    a = rng.standard_normal((5, 64)).astype(np.float16)
+    b = tilemlir.compile(module.k, target="cpu", level=level)(a)
+    assert np.array_equal(b, np.clip(a.astype(np.float32), -1.0, 0.5))

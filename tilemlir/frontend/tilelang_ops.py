@@ -1,0 +1,96 @@
+"""TileLang's (and TVM's) scalar spellings: `T.Cast`, `T.Select`, `T.And`, `T.Or`, `T.clamp`,
+`T.max_value`, `T.min_value`, and `x.astype(dtype)` on run-time values.
+
+Each computes what TileLang's does (docs/tilelang.md): `T.Cast(dtype, x)` is
+`T.cast(x, dtype)`, `T.Select` evaluates both sides like `T.if_then_else`,
+`T.clamp(x, lo, hi)` is `T.min(T.max(x, lo), hi)`, `T.max_value` /
+`T.min_value` are the dtype's finite extremes.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from typing import Any
+
+from tilemlir.frontend import scalars
+from tilemlir.frontend.expressions import is_dynamic
+from tilemlir.frontend.source import KernelError
+from tilemlir.frontend.types import FLOAT_MAX, int_range
+from tilemlir.frontend.values import Scalar
+from tilemlir.language import DType
+
+
+def finite_extreme(dtype: DType, largest: bool) -> Any:
+    """The largest (or lowest) finite value of `dtype` as a Python number."""
+    if dtype.is_float:
+        top = sys.float_info.max if dtype.bits == 64 else FLOAT_MAX[dtype.name]
+        return top if largest else -top
+    if dtype.kind == "bool":
+        return largest
+    low, high = int_range(dtype)
+    return high if largest else low
+
+
+class TileLangOpsMixin:
+    """TileLang's scalar spellings for `KernelBuilder`."""
+
+    def intrinsic_Cast(self, node: ast.Call) -> Any:  # noqa: N802 - TVM's spelling
+        args = self.bind_call("T.Cast", node, ["dtype", "value"])
+        dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        return self.cast(self.arg(args, "value"), dtype)
+
+    def intrinsic_Select(self, node: ast.Call) -> Any:  # noqa: N802 - TVM's spelling
+        args = self.bind_call("T.Select", node, ["condition", "true_value", "false_value"])
+        condition = self.arg(args, "condition")
+        then_value, else_value = self.arg(args, "true_value"), self.arg(args, "false_value")
+        if not is_dynamic(condition):
+            return then_value if condition else else_value
+        flag = scalars.truth(self.operand(condition, "T.Select"), "the condition of T.Select")
+        return scalars.select(flag, self.operand(then_value, "T.Select"), self.operand(else_value, "T.Select"))
+
+    def intrinsic_And(self, node: ast.Call) -> Any:  # noqa: N802 - TVM's spelling
+        return self.logical_call("T.And", "and", node)
+
+    def intrinsic_Or(self, node: ast.Call) -> Any:  # noqa: N802 - TVM's spelling
+        return self.logical_call("T.Or", "or", node)
+
+    def logical_call(self, what: str, word: str, node: ast.Call) -> Any:
+        args = self.bind_call(what, node, ["a", "b"])
+        a, b = self.arg(args, "a"), self.arg(args, "b")
+        if not is_dynamic(a) and not is_dynamic(b):
+            if not isinstance(a, bool) or not isinstance(b, bool):
+                raise KernelError(f"{what} takes two bools, got {a!r} and {b!r}", node)
+            return (a and b) if word == "and" else (a or b)
+        lhs = scalars.truth(self.operand(a, what), f"the operands of {what}")
+        rhs = scalars.truth(self.operand(b, what), f"the operands of {what}")
+        return scalars.logical(word, lhs, rhs)
+
+    def intrinsic_clamp(self, node: ast.Call) -> Any:
+        args = self.bind_call("T.clamp", node, ["value", "min_value", "max_value"])
+        values = [self.arg(args, name) for name in ("value", "min_value", "max_value")]
+        if not any(is_dynamic(v) for v in values):
+            value, low, high = values
+            return builtins.min(builtins.max(value, low), high)
+        value, low, high = (self.operand(v, "T.clamp") for v in values)
+        return scalars.extremum("min", [scalars.extremum("max", [value, low]), high])
+
+    def intrinsic_max_value(self, node: ast.Call) -> Scalar:
+        return self.extreme_constant("T.max_value", node, largest=True)
+
+    def intrinsic_min_value(self, node: ast.Call) -> Scalar:
+        return self.extreme_constant("T.min_value", node, largest=False)
+
+    def extreme_constant(self, what: str, node: ast.Call, largest: bool) -> Scalar:
+        args = self.bind_call(what, node, ["dtype"])
+        dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        return scalars.constant(finite_extreme(dtype, largest), dtype)
+
+    def astype_method(self, value: Scalar, node: ast.AST):
+        """`value.astype`: a compile-time callable converting `value` (TileLang's `x.astype(dtype)`)."""
+
+        def astype(dtype):
+            return self.cast(value, self.dtype_value(dtype, node))
+
+        return astype
