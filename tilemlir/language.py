@@ -183,7 +183,8 @@ class Tensor:
     shape: tuple
     dtype: DType
 
-    def __init__(self, shape, dtype_: Any = "float32"):
+    def __init__(self, *args, **kwargs):
+        shape, dtype_ = _tensor_arguments(args, kwargs)
         if isinstance(shape, (numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
@@ -210,6 +211,36 @@ class Tensor:
         *dims, element = key
         shape = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
         return cls(shape, element)
+
+
+def _tensor_arguments(args: tuple, kwargs: dict) -> tuple:
+    """`T.Tensor(shape, dtype="float32", **TileLang's keywords)`'s shape and dtype, every mistake a located
+    error (an annotation runs before the frontend)."""
+    if len(args) > 2:
+        raise DeclarationError(f"T.Tensor() takes the shape and the dtype, got {len(args)} positional arguments")
+    bound = dict(zip(("shape", "dtype"), args))
+    for key in ("shape", "dtype"):
+        if key in kwargs:
+            if key in bound:
+                raise DeclarationError(f"T.Tensor() got multiple values for argument '{key}'")
+            bound[key] = kwargs.pop(key)
+    if "shape" not in bound:
+        raise DeclarationError("T.Tensor() is missing its shape")
+    _check_tensor_options(kwargs)
+    return bound["shape"], bound.get("dtype", "float32")
+
+
+def _check_tensor_options(options: dict) -> None:
+    """TileLang's `T.Tensor(..., scope=, strides=, ...)` keywords: a global scope is what a parameter is;
+    the others describe buffers tilemlir's parameters cannot be."""
+    for key, value in options.items():
+        if key == "scope" and value in (None, "global"):
+            continue
+        if key in ("data", "strides", "elem_offset", "align", "offset_factor", "buffer_type", "axis_separators",
+                   "scope"):
+            raise DeclarationError(f"T.Tensor: TileLang's `{key}={value!r}` is not supported by tilemlir: tensor "
+                                   "parameters are contiguous, row-major global tensors (docs/tilelang.md)")
+        raise DeclarationError(f"T.Tensor() got an unexpected keyword argument '{key}'")
 
 
 def _dim(dim):
@@ -673,6 +704,44 @@ def next_power_of_2(n) -> int:
     if not isinstance(n, numbers.Integral) or isinstance(n, _PyBool):
         raise TypeError(f"next_power_of_2 takes an int, got {n!r}")
     return 1 if n <= 1 else 1 << _PyInt(n - 1).bit_length()
+
+
+class LanguageAttributeError(CompileError, AttributeError):
+    """`T.name` for a name the language lacks, located at the Python code that wrote it (an annotation or
+    factory code runs before the frontend); says so when the name is a TileLang feature tilemlir lacks."""
+
+    def __init__(self, text: str, tilelang_feature: bool):
+        self.text = text
+        self.tilelang_feature = tilelang_feature
+        super().__init__(text, _caller_location())
+
+
+# TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
+_TILELANG_UNSUPPORTED = {
+    "alloc_var": "per-thread scalar variables", "alloc_reducer": "reducer buffers",
+    "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
+    "const": "eager-style constant dims", "empty": "eager-style outputs",
+    "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
+    "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
+    "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
+    "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
+    "float8_e4m3fnuz": "the fnuz fp8 formats", "float8_e5m2fnuz": "the fnuz fp8 formats",
+    "float8_e8m0fnu": "e8m0 scale factors", "float4_e2m1fn": "fp4", "int4": "4-bit integers",
+    "tfloat32": "tf32 as a storage type",
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tilemlir.language' has no attribute '{name}'")
+    if name in _TILELANG_UNSUPPORTED:
+        raise LanguageAttributeError(f"T.{name} (TileLang's {_TILELANG_UNSUPPORTED[name]}) is not supported by "
+                                     "tilemlir (docs/tilelang.md lists what is)", tilelang_feature=True)
+    import difflib
+
+    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise LanguageAttributeError(f"'T' has no attribute '{name}'{hint}", tilelang_feature=False)
 
 
 _TILELANG_NAMES = [

@@ -293,3 +293,55 @@ def test_subscript_annotated_kernel_runs(tmp_path, rng, level):
     a = rng.standard_normal((5, 64)).astype(np.float16)
     b = tilemlir.compile(module.k, target="cpu", level=level)(a)
     assert np.array_equal(b, np.clip(a.astype(np.float32), -1.0, 0.5))
+
+
+@pytest.mark.parametrize("annotation, words", [
+    ("T.Tensor((M, 8), @@T.float8_e8m0fnu)", "T.float8_e8m0fnu (TileLang's e8m0 scale factors) is not supported"),
+    ("@@T.Tensor((M, 8), T.float32, strides=(16, 1))", "T.Tensor: TileLang's `strides=(16, 1)` is not supported"),
+    ("@@T.Tensor((M, 8), T.float32, scope='shared')", "T.Tensor: TileLang's `scope='shared'` is not supported"),
+    ("@@T.Tensor((M, 8), T.float32, layout=3)", "T.Tensor() got an unexpected keyword argument 'layout'"),
+    ("@@T.Tensor((M, 8), T.float32, shape=3)", "T.Tensor() got multiple values for argument 'shape'"),
+    ("@@T.Tensor((M, 8), T.float32, 4)", "T.Tensor() takes the shape and the dtype, got 3 positional arguments"),
+    ("@@T.Tensor(dtype=T.float32)", "T.Tensor() is missing its shape"),
+    ("@@T.Tensr((M, 8), T.float32)", "'T' has no attribute 'Tensr'; did you mean 'Tensor'?"),
+])
+def test_def_time_failures_are_located_errors(tmp_path, annotation, words):
+    source = f"""
+    @tilemlir.jit
+    def k(A: {annotation}):
+        with T.Kernel(1, threads=32) as bx:
+            T.fill(A[0, 0:8], 0)
+    """
+    clean, line, col = marked(source)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    assert words in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)
+
+
+def test_factory_code_failures_are_located_errors(tmp_path):
+    clean, line, col = marked("""
+    @tilemlir.jit
+    def factory(n):
+        acc = @@T.alloc_reducer((n,), T.float32)
+        return acc
+    """)
+    module = load_module(tmp_path, clean)
+    with pytest.raises(CompileError) as info:
+        module.factory(4)
+    assert "T.alloc_reducer (TileLang's reducer buffers) is not supported by tilemlir" in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)
+    assert not hasattr(T, "alloc_reducer") and hasattr(T, "alloc_fragment")
+
+
+def test_unsupported_tilelang_feature_in_kernel_code(tmp_path):
+    from frontend_util import frontend_error, message
+
+    err = frontend_error(tmp_path, """
+    @tilemlir.jit
+    def k(A: T.Tensor((M,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            v = @@T.alloc_var(T.float32)
+    """)
+    assert message(err) == "T.alloc_var (TileLang's per-thread scalar variables) is not supported by tilemlir " \
+                           "(docs/tilelang.md lists what is)"

@@ -148,7 +148,9 @@ class ExprMixin:
             raise KernelError(f"a run-time {base.dtype} value has no attribute '{attr}' (it has dtype and astype)")
         try:
             return getattr(base, attr)
-        except AttributeError:
+        except AttributeError as exc:
+            if getattr(exc, "tilelang_feature", False):
+                raise KernelError(exc.text) from None
             owner = getattr(base, "__name__", type(base).__name__)
             if owner == "tilemlir.language":
                 owner = "T"
