@@ -692,6 +692,13 @@ def min_value(dtype):
     _kernel_only("T.min_value")
 
 
+@_intrinsic
+def alloc_var(dtype, init=None, scope="local.var"):
+    """TileLang's `T.alloc_var(dtype[, init])`: a per-thread variable, a one-element buffer read and
+    written as `v[0]`, starting at `init` (0 without, as TileLang)."""
+    _kernel_only("T.alloc_var")
+
+
 def cdiv(a, b):
     """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
@@ -718,7 +725,7 @@ class LanguageAttributeError(CompileError, AttributeError):
 
 # TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
 _TILELANG_UNSUPPORTED = {
-    "alloc_var": "per-thread scalar variables", "alloc_reducer": "reducer buffers",
+    "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
     "const": "eager-style constant dims", "empty": "eager-style outputs",
     "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
@@ -747,7 +754,7 @@ def __getattr__(name: str):
 _TILELANG_NAMES = [
     "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
     "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
-    "cdiv", "next_power_of_2",
+    "alloc_var", "cdiv", "next_power_of_2",
 ]
 
 

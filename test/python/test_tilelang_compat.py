@@ -341,7 +341,55 @@ def test_unsupported_tilelang_feature_in_kernel_code(tmp_path):
     @tilemlir.jit
     def k(A: T.Tensor((M,), T.float32)):
         with T.Kernel(1, threads=32) as bx:
-            v = @@T.alloc_var(T.float32)
+            v = @@T.alloc_reducer((32,), T.float32)
     """)
-    assert message(err) == "T.alloc_var (TileLang's per-thread scalar variables) is not supported by tilemlir " \
+    assert message(err) == "T.alloc_reducer (TileLang's reducer buffers) is not supported by tilemlir " \
                            "(docs/tilelang.md lists what is)"
+
+
+ALLOC_VAR = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 8), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+        scale = T.alloc_var(T.float32, {init})
+        count = T.alloc_var(T.int32)
+        for j in T.serial(8):
+            count[0] += 1
+        scale[0] = scale[0] * count[0]
+        for i in T.Parallel(32):
+            total = 0.0
+            for j in T.serial(8):
+                total = total + A[bx * 32 + i, j] * scale[0]
+            if bx * 32 + i < M:
+                B[bx * 32 + i] = total
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("init, start", [("init=0.5", 0.5), ("1.5", 1.5), ("'local.var'", 0.0)])
+def test_alloc_var(tmp_path, rng, level, init, start):
+    fn = load_module(tmp_path, ALLOC_VAR.format(init=init)).k
+    a = rng.standard_normal((40, 8)).astype(np.float32)
+    b = tilemlir.compile(fn, target="cpu", level=level)(a)
+    scale = np.float32(start * 8)
+    want = np.zeros(40, np.float64)
+    for j in range(8):
+        want = want + a[:, j].astype(np.float64) * scale
+    if start == 0.0:
+        assert np.array_equal(b, np.zeros(40, np.float32))
+    else:
+        assert rel_err(b, want) < 1e-6  # the sum may be contracted to FMAs, as the CUDA computes it
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
+
+
+def test_alloc_var_scope_is_checked(tmp_path):
+    from frontend_util import frontend_error, message
+
+    err = frontend_error(tmp_path, """
+    @tilemlir.jit
+    def k(A: T.Tensor((M,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            v = T.alloc_var(T.float32, 0, @@"shared")
+    """)
+    assert message(err) == "T.alloc_var: scope 'shared' is not supported (a variable lives in 'local.var')"

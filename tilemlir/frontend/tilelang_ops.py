@@ -1,10 +1,11 @@
 """TileLang's (and TVM's) scalar spellings: `T.Cast`, `T.Select`, `T.And`, `T.Or`, `T.clamp`,
-`T.max_value`, `T.min_value`, and `x.astype(dtype)` on run-time values.
+`T.max_value`, `T.min_value`, `T.alloc_var`, and `x.astype(dtype)` on run-time values.
 
 Each computes what TileLang's does (docs/tilelang.md): `T.Cast(dtype, x)` is
 `T.cast(x, dtype)`, `T.Select` evaluates both sides like `T.if_then_else`,
 `T.clamp(x, lo, hi)` is `T.min(T.max(x, lo), hi)`, `T.max_value` /
-`T.min_value` are the dtype's finite extremes.
+`T.min_value` are the dtype's finite extremes, `T.alloc_var(dtype, init)` is
+a one-element per-thread buffer (`v[0]`) that starts at `init` (0 without).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import builtins
 import sys
 from typing import Any
 
+from tilemlir.dialects import tile
 from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import is_dynamic
 from tilemlir.frontend.source import KernelError
-from tilemlir.frontend.types import FLOAT_MAX, int_range
-from tilemlir.frontend.values import Scalar
+from tilemlir.frontend.types import FLOAT_MAX, INDEX, int_range
+from tilemlir.frontend.values import Buffer, Scalar
 from tilemlir.language import DType
+
+_VAR_SCOPES = ("local.var", "local")
 
 
 def finite_extreme(dtype: DType, largest: bool) -> Any:
@@ -94,3 +98,22 @@ class TileLangOpsMixin:
             return self.cast(value, self.dtype_value(dtype, node))
 
         return astype
+
+    def intrinsic_alloc_var(self, node: ast.Call) -> Buffer:
+        args = self.bind_call("T.alloc_var", node, ["dtype", "init", "scope"],
+                              defaults={"init": None, "scope": "local.var"})
+        init, scope = self.arg(args, "init"), self.arg(args, "scope")
+        if isinstance(init, str) and "scope" not in args.nodes:  # TileLang's T.alloc_var(dtype, "local.var")
+            init, scope = None, init
+        if scope not in _VAR_SCOPES:
+            raise KernelError(f"T.alloc_var: scope {scope!r} is not supported (a variable lives in 'local.var')",
+                              args.node_of("scope"))
+        self.require_tile_level("T.alloc_var")
+        if self.scope is not self.kernel.scope:
+            raise KernelError("T.alloc_var: allocate variables at the top level of the T.Kernel block, not inside a "
+                              "loop or `if`")
+        dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        variable = self.new_buffer(node, "local", tile.alloc_local, [1], dtype)
+        zero = scalars.constant(0, INDEX).value
+        self.store(variable, [zero], 0 if init is None else init, args.node_of("init"))
+        return variable

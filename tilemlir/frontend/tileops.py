@@ -54,6 +54,10 @@ class TileOpsMixin:
         args = self.bind_call(what, node, ["shape", "dtype"])
         shape = self.static_shape(self.arg(args, "shape"), args.node_of("shape"), what)
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        return self.new_buffer(node, space, build, shape, dtype)
+
+    def new_buffer(self, node: ast.Call, space: str, build, shape: list[int], dtype: T.DType) -> Buffer:
+        """An on-chip buffer of `shape` and `dtype`, named after the assignment that makes it."""
         self.buffer_count += 1
         name = self.pending_name or f"buf{self.buffer_count}"
         op = build(shape, mlir_type(dtype), name)
