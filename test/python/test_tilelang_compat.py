@@ -393,3 +393,48 @@ def test_alloc_var_scope_is_checked(tmp_path):
             v = T.alloc_var(T.float32, 0, @@"shared")
     """)
     assert message(err) == "T.alloc_var: scope 'shared' is not supported (a variable lives in 'local.var')"
+
+
+HINTS = """
+@tilemlir.jit(out_idx=[1])
+def k(A: T.Tensor((M, 64), T.float32), B: T.Tensor((M, 64), T.float32), S: T.Tensor((64,), T.float32)):
+    with T.Kernel(M, threads=64) as bx:
+        a = T.alloc_shared((1, 64), T.float32)
+        T.copy(A[bx, 0], a, disable_tma=True, coalesced_width=4, eviction_policy="evict_first")
+        T.copy(a, B[bx, 0], disable_tma=False)
+        for j in T.Parallel(64):
+            T.atomic_add(S[j], a[0, j], memory_order="relaxed")
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_copy_and_atomic_hints(tmp_path, rng, level):
+    fn = load_module(tmp_path, HINTS).k
+    a = rng.standard_normal((6, 64)).astype(np.float32)
+    s = np.zeros(64, np.float32)
+    b = tilemlir.compile(fn, target="cpu", level=level)(a, s)  # out_idx: B; S is added into in place
+    assert np.array_equal(b, a)
+    assert rel_err(s, a.astype(np.float64).sum(0)) < 1e-6
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("call, words", [
+    ("T.copy(A[0, 0], a, disable_tma=@@1)", "T.copy: disable_tma must be True or False, got 1"),
+    ("T.copy(A[0, 0], a, coalesced_width=@@0)", "T.copy: coalesced_width must be a positive int, got 0"),
+    ("T.copy(A[0, 0], a, eviction_policy=@@'evict_all')", "T.copy: eviction_policy must be one of"),
+    ("T.atomic_add(A[0, 0], 1.0, memory_order=@@'release')",
+     "T.atomic_add: memory_order='release' is not supported: tilemlir's atomic adds are relaxed"),
+    ("T.atomic_add(A[0, 0], 1.0, return_prev=@@True)", "T.atomic_add: return_prev=True (the old value) is not supported"),
+])
+def test_bad_hints_are_located_errors(tmp_path, call, words):
+    from frontend_util import frontend_error
+
+    err = frontend_error(tmp_path, f"""
+    @tilemlir.jit
+    def k(A: T.Tensor((M, 64), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            a = T.alloc_shared((1, 64), T.float32)
+            {call}
+    """)
+    assert words in str(err)

@@ -1,11 +1,16 @@
 """TileLang's (and TVM's) scalar spellings: `T.Cast`, `T.Select`, `T.And`, `T.Or`, `T.clamp`,
-`T.max_value`, `T.min_value`, `T.alloc_var`, and `x.astype(dtype)` on run-time values.
+`T.max_value`, `T.min_value`, `T.alloc_var`, `x.astype(dtype)` on run-time values, and the hint
+keywords of `T.copy` and `T.atomic_add`.
 
 Each computes what TileLang's does (docs/tilelang.md): `T.Cast(dtype, x)` is
 `T.cast(x, dtype)`, `T.Select` evaluates both sides like `T.if_then_else`,
 `T.clamp(x, lo, hi)` is `T.min(T.max(x, lo), hi)`, `T.max_value` /
 `T.min_value` are the dtype's finite extremes, `T.alloc_var(dtype, init)` is
 a one-element per-thread buffer (`v[0]`) that starts at `init` (0 without).
+`T.copy(..., disable_tma=, coalesced_width=, eviction_policy=)` hints change
+no result and are checked, then left to the emitter; `T.atomic_add`'s adds
+are relaxed, so `memory_order` other than "relaxed" is refused rather than
+silently weakened.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from tilemlir.frontend.values import Buffer, Scalar
 from tilemlir.language import DType
 
 _VAR_SCOPES = ("local.var", "local")
+# TileLang's keywords of T.copy and T.atomic_add that only hint at code generation.
+COPY_HINTS = ("coalesced_width", "disable_tma", "eviction_policy")
+ATOMIC_HINTS = ("memory_order", "return_prev", "use_tma")
+_EVICTION_POLICIES = (None, "evict_normal", "evict_first", "evict_last")
 
 
 def finite_extreme(dtype: DType, largest: bool) -> Any:
@@ -117,3 +126,32 @@ class TileLangOpsMixin:
         zero = scalars.constant(0, INDEX).value
         self.store(variable, [zero], 0 if init is None else init, args.node_of("init"))
         return variable
+
+    def check_copy_hints(self, args) -> None:
+        """T.copy's TileLang hints: checked for type, then left to the emitter (which picks vector widths and
+        has no TMA copies)."""
+        disable_tma = self.arg(args, "disable_tma")
+        if disable_tma is not None and not isinstance(disable_tma, bool):
+            raise KernelError(f"T.copy: disable_tma must be True or False, got {disable_tma!r}",
+                              args.node_of("disable_tma"))
+        width = self.arg(args, "coalesced_width")
+        if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width <= 0):
+            raise KernelError(f"T.copy: coalesced_width must be a positive int, got {width!r}",
+                              args.node_of("coalesced_width"))
+        policy = self.arg(args, "eviction_policy")
+        if policy not in _EVICTION_POLICIES:
+            raise KernelError(f"T.copy: eviction_policy must be one of {', '.join(map(repr, _EVICTION_POLICIES[1:]))}"
+                              f", got {policy!r}", args.node_of("eviction_policy"))
+
+    def check_atomic_hints(self, args) -> None:
+        order = self.arg(args, "memory_order")
+        if order not in (None, "relaxed"):
+            raise KernelError(f"T.atomic_add: memory_order={order!r} is not supported: tilemlir's atomic adds are "
+                              "relaxed (memory_order='relaxed')", args.node_of("memory_order"))
+        if self.arg(args, "return_prev") not in (None, False):
+            raise KernelError("T.atomic_add: return_prev=True (the old value) is not supported",
+                              args.node_of("return_prev"))
+        use_tma = self.arg(args, "use_tma")
+        if use_tma not in (None, False):
+            raise KernelError("T.atomic_add: use_tma=True is not supported: tilemlir has no TMA reductions",
+                              args.node_of("use_tma"))
