@@ -117,6 +117,7 @@ class JitFunction:
         self.target = target
         self.options = dict(options or {})
         self._kind: str | None = None
+        self._eager = None  # an eager function's specialization: the EagerSpec its kernel is built with
         self._tensor_params: list[str] = []
         self._frontend: FrontendResult | None = None
         self._instances: dict = {}
@@ -128,12 +129,16 @@ class JitFunction:
 
     @property
     def kind(self) -> str:
-        """"kernel" or "factory"."""
+        """"kernel", "factory" or "eager" (TileLang's eager style: tensor parameters declared in the body,
+        tilemlir.frontend.eager)."""
         if self._kind is None:
+            from tilemlir.frontend.eager import is_eager
             from tilemlir.frontend.source import load_source
 
             tree = load_source(self.fn).tree
             self._kind = "kernel" if any(isinstance(s, ast.With) for s in tree.body) else "factory"
+            if self._kind == "kernel" and is_eager(tree):
+                self._kind = "eager"
             self._tensor_params = [a.arg for a in tree.args.args if _is_tensor_annotation(a.annotation)]
         return self._kind
 
@@ -154,7 +159,10 @@ class JitFunction:
     # Factories.
 
     def instantiate(self, *args, **kwargs) -> "JitFunction":
-        """The kernel function a factory returns for these compile-time values (cached)."""
+        """The kernel function a factory returns for these compile-time values (cached); for an eager
+        function, its kernel specialized for these arguments (tensors and compile-time values)."""
+        if self.kind == "eager":
+            return self._eager_instance(args, kwargs)
         if self.kind != "factory":
             raise TypeError(f"'{self.fn.__name__}' is a kernel, not a factory: it takes no compile-time arguments")
         missing = self._missing_kernel_block()
@@ -196,6 +204,35 @@ class JitFunction:
             )
         return instance
 
+    def _eager_instance(self, args: tuple, kwargs: dict) -> "JitFunction":
+        from tilemlir.frontend.eager import eager_spec
+        from tilemlir.frontend.source import load_source
+
+        if self.out_idx is not None:
+            raise CompileError(f"'{self.fn.__name__}' is an eager kernel: its outputs are the tensors it makes with "
+                               "T.empty and returns, so it takes no out_idx", self._def_location())
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise CompileError(f"eager kernel '{self.fn.__name__}': {exc}", self._def_location()) from None
+        bound.apply_defaults()
+        spec = eager_spec(load_source(self.fn), dict(bound.arguments))
+        try:
+            hash(spec)
+        except TypeError:
+            raise CompileError(
+                f"the compile-time arguments of eager kernel '{self.fn.__name__}' must be hashable (ints, floats, "
+                "strings, dtypes, tuples), so that its kernels can be cached", self._def_location()) from None
+        if spec not in self._instances:
+            instance = JitFunction(self.fn, None, self.target, self.options)
+            instance._kind, instance._eager = "kernel", spec
+            self._instances[spec] = instance
+        return self._instances[spec]
+
+    def _eager_tensor_arguments(self, args: tuple, kwargs: dict) -> list:
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        return [bound.arguments[name] for name, _ in self.instantiate(*args, **kwargs)._eager.tensors]
+
     def _def_location(self) -> SourceLocation | None:
         code = getattr(self.fn, "__code__", None)
         return SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
@@ -205,6 +242,12 @@ class JitFunction:
 
     def frontend(self) -> FrontendResult:
         """The frontend IR and signature of this kernel (built once)."""
+        if self.kind == "eager":
+            raise CompileError(
+                f"'{self.fn.__name__}' is an eager kernel: its signature comes from its arguments, so call it with "
+                f"them, or use {self.fn.__name__}.instantiate(...) with them to get its kernel function",
+                self._def_location(),
+            )
         if self.kind != "kernel":
             raise self._missing_kernel_block() or CompileError(
                 f"'{self.fn.__name__}' is a kernel factory: call it with its compile-time arguments, or use "
@@ -214,8 +257,9 @@ class JitFunction:
         if self._frontend is None:
             from tilemlir.frontend import build_module
 
-            module, info = build_module(self.fn)
-            info = replace(info, out_idx=self._normalized_out_idx(info))
+            module, info = build_module(self.fn, eager=self._eager)
+            out_idx = self._eager.out_idx if self._eager is not None else self._normalized_out_idx(info)
+            info = replace(info, out_idx=out_idx)
             self._frontend = FrontendResult(_print(module, debuginfo=False), _print(module, debuginfo=True), info)
         return self._frontend
 
@@ -265,8 +309,8 @@ class JitFunction:
         # A hand-edited override or a dump request needs the compile to happen.
         if config.disable_cache or config.cuda_override is not None or config.dump_dir is not None:
             return None
-        if target != "cuda" or not options.get("use_cache", True):
-            return None
+        if target != "cuda" or not options.get("use_cache", True) or self._eager is not None:
+            return None  # (an eager function's kernels differ by specialization, not by source)
         from tilemlir import source_cache
 
         return source_cache.kernel_key(self.fn, target, options, self.out_idx)
@@ -286,6 +330,9 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
+        if self.kind == "eager":
+            kernel = self.instantiate(*args, **kwargs).compile()
+            return kernel(*self._eager_tensor_arguments(args, kwargs))
         return self.compile()(*args, **kwargs)
 
 

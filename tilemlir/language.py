@@ -699,6 +699,20 @@ def alloc_var(dtype, init=None, scope="local.var"):
     _kernel_only("T.alloc_var")
 
 
+@_intrinsic
+def const(names: str):
+    """`M, N = T.const("M, N")` in an eager kernel: dims read from the arguments' shapes, fixed per
+    compiled specialization (docs/tilelang.md, "Eager kernels")."""
+    _kernel_only("T.const")
+
+
+@_intrinsic
+def empty(shape, dtype="float32"):
+    """`C = T.empty(shape, dtype)` at the top of an eager kernel: an output the runtime allocates and the
+    call returns (`return C`)."""
+    _kernel_only("T.empty")
+
+
 def cdiv(a, b):
     """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
@@ -727,7 +741,6 @@ class LanguageAttributeError(CompileError, AttributeError):
 _TILELANG_UNSUPPORTED = {
     "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
-    "const": "eager-style constant dims", "empty": "eager-style outputs",
     "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
     "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
@@ -754,7 +767,7 @@ def __getattr__(name: str):
 _TILELANG_NAMES = [
     "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
     "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
-    "alloc_var", "cdiv", "next_power_of_2",
+    "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
 ]
 
 

@@ -3,6 +3,7 @@
 NVRTC for sm_90a; pass_configs keys; the `main` entry name; TileLang's annotation spellings."""
 
 import logging
+import textwrap
 import re
 import sys
 from pathlib import Path
@@ -438,3 +439,131 @@ def test_bad_hints_are_located_errors(tmp_path, call, words):
             {call}
     """)
     assert words in str(err)
+
+
+# ----------------------------------------------------------------------------
+# The eager JIT style.
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_eager_add(level, rng):
+    a, b = (rng.standard_normal((64, 96)).astype(np.float32) for _ in range(2))
+    kernel = K.eager_add.instantiate(a, b, 16, 32, 128)
+    info = kernel.frontend().info
+    assert K.eager_add.kind == "eager" and info.out_idx == (2,)
+    assert [p.name for p in info.params] == ["A", "B", "C"]
+    assert np.array_equal(tilemlir.compile(kernel, target="cpu", level=level)(a, b), a + b)
+    assert K.eager_add.instantiate(a, b, 16, 32, 128) is kernel  # one kernel per specialization
+    assert K.eager_add.instantiate(a[:32], b[:32], 16, 32, 128) is not kernel  # T.const dims specialize
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_eager_reduce_sum(level, rng):
+    x = rng.standard_normal((32, 1024)).astype(np.float32)
+    got = tilemlir.compile(K.tl_reduce_sum.instantiate(x, 16, 128), target="cpu", level=level)(x)
+    assert rel_err(got, x.astype(np.float64).sum(1)) < 1e-5
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_eager_dynamic_dims_and_two_outputs(level, rng):
+    h = rng.standard_normal((5, 256)).astype(np.float16)
+    kernel = K.eager_row_scale.instantiate(h, 3.0)
+    assert K.eager_row_scale.instantiate(h[:3], 3.0) is kernel  # ROWS is T.dynamic: one kernel for every size
+    y, s = tilemlir.compile(kernel, target="cpu", level=level)(h)
+    want = h.astype(np.float32) * np.float32(3)
+    assert np.array_equal(y, want)
+    assert rel_err(s, want.astype(np.float64).sum(1)) < 1e-6
+
+
+@pytest.mark.parametrize("factory, args", [
+    (K.eager_add, lambda rng: (rng.standard_normal((64, 96)).astype(np.float32),) * 2 + (16, 32, 128)),
+    (K.tl_reduce_sum, lambda rng: (rng.standard_normal((32, 1024)).astype(np.float32), 16, 128)),
+    (K.eager_row_scale, lambda rng: (rng.standard_normal((5, 256)).astype(np.float16),)),
+], ids=["eager_add", "tl_reduce_sum", "eager_row_scale"])
+def test_eager_kernels_compile_for_sm90a(factory, args, rng):
+    pytest.importorskip("cuda.bindings.nvrtc")
+    kernel = tilemlir.compile(factory.instantiate(*args(rng)), target="cuda", arch="sm_90a")
+    assert kernel.cubin[:4] == b"\x7fELF"
+
+
+EAGER_CALL = """
+@tilemlir.jit(target="cpu")
+def scale(X, factor: float):
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), T.float32)
+    Y = T.empty((M, N), T.float32)
+    with T.Kernel(M, threads=32) as bx:
+        for j in T.Parallel(N):
+            Y[bx, j] = X[bx, j] * factor
+    return Y
+"""
+
+
+def test_eager_call_compiles_and_launches(tmp_path, rng):
+    scale = load_module(tmp_path, EAGER_CALL).scale
+    x = rng.standard_normal((3, 32)).astype(np.float32)
+    assert np.array_equal(scale(x, 0.5), x * np.float32(0.5))
+    assert np.array_equal(scale(x, factor=4.0), x * np.float32(4.0))
+
+
+@pytest.mark.parametrize("body, call, words", [
+    ("""
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    @@B: T.Tensor((M, N), T.float32)
+    C = T.empty((M, N), T.float32)
+    """, "(a, b_wide)", "T.const dim N is 8 by one argument and 9 by 'B' (4, 9)"),
+    ("""
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    @@B: T.Tensor((M,), T.float32)
+    C = T.empty((M, N), T.float32)
+    """, "(a, a)", "argument 'B' has 2 dim(s) (4, 8), but is declared T.Tensor((T.symbolic('M'),), T.float32)"),
+    ("""
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    @@B: T.Tensor((M, N), T.float32)
+    C = T.empty((M, N), T.float32)
+    """, "(a, 3)", "argument 'B' must be an array or tensor"),
+    ("""
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    B: @@T.Tensor((M, N * 2), T.float32)
+    C = T.empty((M, N), T.float32)
+    """, "(a, a)", "arithmetic on dims is not supported"),
+])
+def test_eager_signature_errors_are_located(tmp_path, body, call, words):
+    source = "@tilemlir.jit\ndef k(A, B):\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + """
+    with T.Kernel(1, threads=32) as bx:
+        for j in T.Parallel(8):
+            C[0, j] = A[0, j] + B[0, j]
+    return C
+"""
+    clean, line, col = marked(source)
+    module = load_module(tmp_path, clean)
+    a, b_wide = np.ones((4, 8), np.float32), np.ones((4, 9), np.float32)
+    with pytest.raises(CompileError) as info:
+        eval(f"module.k.instantiate{call}", {"module": module, "a": a, "b_wide": b_wide})
+    assert words in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)
+
+
+def test_eager_return_must_be_its_outputs(tmp_path):
+    from frontend_util import frontend_error  # noqa: F401 - frontend errors are located the same way
+
+    clean, line, col = marked("""
+    @tilemlir.jit
+    def k(A):
+        M = T.const("M")
+        A: T.Tensor((M,), T.float32)
+        C = T.empty((M,), T.float32)
+        with T.Kernel(1, threads=32) as bx:
+            for j in T.Parallel(M):
+                C[j] = A[j]
+        return @@A
+    """)
+    module = load_module(tmp_path, clean)
+    with pytest.raises(CompileError) as info:
+        module.k.instantiate(np.ones(32, np.float32)).frontend()
+    assert "an eager kernel returns its T.empty outputs, in the order they are made (C)" in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)

@@ -155,3 +155,67 @@ def masked_scale(M, N, block_N, dtype=T.half):
                     B[by, col] = T.min(out, T.max_value(dtype))
 
     return main
+
+
+# ----------------------------------------------------------------------------
+# The eager style of current TileLang: tensor parameters declared in the body.
+
+
+@tilelang.jit
+def eager_add(A, B, block_M: int, block_N: int, threads: int):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), T.float32)
+    B: T.Tensor((M, N), T.float32)
+    C = T.empty((M, N), T.float32)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        for i, j in T.Parallel(block_M, block_N):
+            C[by * block_M + i, bx * block_N + j] = A[by * block_M + i, bx * block_N + j] + \
+                B[by * block_M + i, bx * block_N + j]
+    return C
+
+
+@tilelang.jit(pass_configs={
+    tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True,
+    tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER: True,
+})
+def tl_reduce_sum(A, BLOCK_N: int, BLOCK_M: int):
+    N, M = T.const("N, M")
+    dtype = T.float32
+    A: T.Tensor((N, M), dtype)
+    B = T.empty((N,), dtype)
+
+    with T.Kernel(N // BLOCK_N, threads=256) as pid_n:
+        A_local = T.alloc_fragment((BLOCK_N, BLOCK_M), dtype)
+        B_local = T.alloc_fragment((BLOCK_N,), dtype)
+
+        T.clear(B_local)
+
+        for m_blk_id in T.Serial(M // BLOCK_M):
+            T.copy(A[pid_n * BLOCK_N, m_blk_id * BLOCK_M], A_local)
+            T.reduce_sum(A_local, B_local, dim=1, clear=False)
+
+        T.copy(B_local, B[pid_n * BLOCK_N])
+
+    return B
+
+
+ROWS = T.dynamic("ROWS")
+
+
+@tilelang.jit
+def eager_row_scale(X, scale: float = 2.0, block_N: int = 128):
+    N = T.const("N")
+    X: T.Tensor[(ROWS, N), T.half]
+    Y = T.empty((ROWS, N), T.float)
+    S = T.empty((ROWS,), T.float)
+    with T.Kernel(ROWS, threads=128) as bx:
+        x = T.alloc_fragment((1, N), T.float)
+        s = T.alloc_fragment((1,), T.float)
+        T.copy(X[bx, 0], x)
+        for i, j in T.Parallel(1, N):
+            x[i, j] = x[i, j] * scale
+        T.reduce_sum(x, s, dim=1)
+        T.copy(x, Y[bx, 0])
+        for i in T.Parallel(1):
+            S[bx] = s[i]
+    return Y, S
