@@ -12,12 +12,15 @@ import ast
 import functools
 import importlib
 import inspect
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.pass_configs import options_from_pass_configs
+
+log = logging.getLogger("tilemlir.jit")
 
 FRONTEND = "frontend"
 PLANNED_STAGES = ("frontend", "thread", "final")
@@ -396,10 +399,47 @@ def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, 
     def decorate(f: Callable) -> JitFunction:
         code = getattr(f, "__code__", None)
         where = SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
-        merged = {**options_from_pass_configs(pass_configs, where), **options}
-        return JitFunction(f, out_idx, target, merged)
+        own = _drop_tilelang_keywords(options, where)
+        merged = {**options_from_pass_configs(pass_configs, where), **own}
+        return JitFunction(f, out_idx, _jit_target(target, where), merged)
 
     return decorate if fn is None else decorate(fn)
+
+
+# TileLang's `jit` keywords that choose how TileLang builds and loads a kernel: tilemlir has its own way.
+_TILELANG_EXECUTION_BACKENDS = (None, "auto", "dlpack", "ctypes", "cython", "nvrtc", "tvm_ffi", "torch", "cutedsl")
+_TILELANG_JIT_KEYWORDS = {
+    "execution_backend": "tilemlir launches through its own runtime",
+    "target_host": "tilemlir's host code is Python",
+    "verbose": "tilemlir logs on the `tilemlir` loggers",
+    "debug_root_path": "use TILEMLIR_DUMP_DIR to keep the IR and CUDA",
+    "compile_flags": "tilemlir passes its own NVRTC flags",
+}
+
+
+def _drop_tilelang_keywords(options: dict, where: SourceLocation | None) -> dict:
+    """`options` without TileLang's `jit` keywords (checked, then ignored with a debug line each)."""
+    backend = options.get("execution_backend")
+    if backend not in _TILELANG_EXECUTION_BACKENDS:
+        raise CompileError(f"unknown execution_backend {backend!r} (TileLang's: "
+                           f"{', '.join(map(repr, _TILELANG_EXECUTION_BACKENDS[1:]))})", where)
+    kept = {}
+    for key, value in options.items():
+        if key in _TILELANG_JIT_KEYWORDS:
+            log.debug("jit keyword %s=%r ignored: %s", key, value, _TILELANG_JIT_KEYWORDS[key])
+        else:
+            kept[key] = value
+    return kept
+
+
+def _jit_target(target: Any, where: SourceLocation | None) -> str | None:
+    """tilemlir's target for `jit(target=...)`; TileLang's "auto" is the default target."""
+    if target is None or target == "auto":
+        return None
+    if target in ("cuda", "cpu"):
+        return target
+    raise CompileError(f"target {target!r} is not supported: tilemlir compiles for 'cuda' and "
+                       "'cpu' (the exact reference backend)", where)
 
 
 def _kernel_function(fn) -> JitFunction:

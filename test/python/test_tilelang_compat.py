@@ -567,3 +567,42 @@ def test_eager_return_must_be_its_outputs(tmp_path):
         module.k.instantiate(np.ones(32, np.float32)).frontend()
     assert "an eager kernel returns its T.empty outputs, in the order they are made (C)" in str(info.value)
     assert (info.value.location.line, info.value.location.col) == (line, col)
+
+
+JIT_KEYWORDS = """
+@tilemlir.jit(out_idx=[-1], target="auto", execution_backend="cython", verbose=True, target_host="llvm",
+              debug_root_path="/tmp/nowhere", compile_flags=["-O3"])
+def k(A: T.Tensor((M,), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+        for i in T.Parallel(32):
+            if bx * 32 + i < M:
+                B[bx * 32 + i] = A[bx * 32 + i] + 1
+"""
+
+
+def test_tilelang_jit_keywords_are_accepted(tmp_path, rng, caplog):
+    with caplog.at_level(logging.DEBUG, logger="tilemlir.jit"):
+        fn = load_module(tmp_path, JIT_KEYWORDS).k
+    assert fn.target is None and fn.options == {}
+    ignored = sorted(r.getMessage().split("=")[0] for r in caplog.records if r.name == "tilemlir.jit")
+    assert ignored == ["jit keyword compile_flags", "jit keyword debug_root_path", "jit keyword execution_backend",
+                       "jit keyword target_host", "jit keyword verbose"]
+    a = rng.standard_normal(70).astype(np.float32)
+    assert np.array_equal(tilemlir.compile(fn, target="cpu")(a), a + np.float32(1))
+
+
+@pytest.mark.parametrize("keywords, words", [
+    ("target='hip'", "target 'hip' is not supported: tilemlir compiles for 'cuda' and 'cpu'"),
+    ("execution_backend='jax'", "unknown execution_backend 'jax'"),
+])
+def test_bad_tilelang_jit_keywords_are_located(tmp_path, keywords, words):
+    clean, line, _ = marked(f"""
+    @@@tilemlir.jit({keywords})
+    def k(A: T.Tensor((M,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            T.fill(A[0:32], 0)
+    """)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    assert words in str(info.value)
+    assert info.value.location.line == line
