@@ -232,9 +232,11 @@ class JitFunction:
             self._instances[spec] = instance
         return self._instances[spec]
 
-    def _eager_tensor_arguments(self, args: tuple, kwargs: dict) -> list:
+    def _eager_call(self, args: tuple, kwargs: dict):
+        """Compile (once per specialization) and launch an eager function; its T.empty outputs come back."""
+        instance = self._eager_instance(args, kwargs)
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
-        return [bound.arguments[name] for name, _ in self.instantiate(*args, **kwargs)._eager.tensors]
+        return instance.compile()(*(bound.arguments[name] for name, _ in instance._eager.tensors))
 
     def _def_location(self) -> SourceLocation | None:
         code = getattr(self.fn, "__code__", None)
@@ -334,8 +336,7 @@ class JitFunction:
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
         if self.kind == "eager":
-            kernel = self.instantiate(*args, **kwargs).compile()
-            return kernel(*self._eager_tensor_arguments(args, kwargs))
+            return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
 
 
