@@ -22,6 +22,9 @@ from tilemlir.pass_configs import options_from_pass_configs
 
 log = logging.getLogger("tilemlir.jit")
 
+# The driver's compile options (tilemlir.driver): an eager function's compile() tells them from its T.const dims.
+_COMPILE_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits", "level")
+
 FRONTEND = "frontend"
 PLANNED_STAGES = ("frontend", "thread", "final")
 DEFAULT_TARGET = "cuda"
@@ -207,19 +210,20 @@ class JitFunction:
             )
         return instance
 
-    def _eager_instance(self, args: tuple, kwargs: dict) -> "JitFunction":
+    def _eager_instance(self, args: tuple, kwargs: dict, consts: dict | None = None) -> "JitFunction":
         from tilemlir.frontend.eager import eager_spec
         from tilemlir.frontend.source import load_source
 
         if self.out_idx is not None:
             raise CompileError(f"'{self.fn.__name__}' is an eager kernel: its outputs are the tensors it makes with "
                                "T.empty and returns, so it takes no out_idx", self._def_location())
+        signature = inspect.signature(self.fn)
         try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs) if consts is None else signature.bind_partial(*args, **kwargs)
         except TypeError as exc:
             raise CompileError(f"eager kernel '{self.fn.__name__}': {exc}", self._def_location()) from None
         bound.apply_defaults()
-        spec = eager_spec(load_source(self.fn), dict(bound.arguments))
+        spec = eager_spec(load_source(self.fn), dict(bound.arguments), consts)
         try:
             hash(spec)
         except TypeError:
@@ -231,6 +235,13 @@ class JitFunction:
             instance._kind, instance._eager = "kernel", spec
             self._instances[spec] = instance
         return self._instances[spec]
+
+    def _eager_compile(self, target: str | None, keywords: dict) -> "Kernel":
+        params = inspect.signature(self.fn).parameters
+        arguments = {k: v for k, v in keywords.items() if k in params}
+        options = {k: v for k, v in keywords.items() if k not in params and k in _COMPILE_OPTIONS}
+        consts = {k: v for k, v in keywords.items() if k not in params and k not in _COMPILE_OPTIONS}
+        return self._eager_instance((), arguments, consts).compile(target, **options)
 
     def _eager_call(self, args: tuple, kwargs: dict):
         """Compile (once per specialization) and launch an eager function; its T.empty outputs come back."""
@@ -290,7 +301,12 @@ class JitFunction:
         return tuple(result)
 
     def compile(self, target: str | None = None, **options) -> "Kernel":
-        """The compiled kernel for `target` (cached per target and options, in memory and on disk)."""
+        """The compiled kernel for `target` (cached per target and options, in memory and on disk).
+
+        For an eager function, as TileLang's `f.compile(M=1024, N=1024, block_M=32, ...)`: the keywords
+        are its compile-time parameters and its T.const dims (the tensor arguments are not needed)."""
+        if self.kind == "eager":
+            return self._eager_compile(target, options)
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
         key = (target, tuple(sorted((k, repr(v)) for k, v in merged.items())))

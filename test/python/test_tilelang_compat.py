@@ -606,3 +606,25 @@ def test_bad_tilelang_jit_keywords_are_located(tmp_path, keywords, words):
         load_module(tmp_path, clean)
     assert words in str(info.value)
     assert info.value.location.line == line
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_eager_compile_with_const_dims(rng, level):
+    kernel = K.eager_add.compile(M=64, N=96, block_M=16, block_N=32, threads=128, target="cpu", level=level)
+    a, b = (rng.standard_normal((64, 96)).astype(np.float32) for _ in range(2))
+    assert np.array_equal(kernel(a, b), a + b)
+    a = rng.standard_normal((32, 1024)).astype(np.float32)
+    reduce = K.tl_reduce_sum.compile(target="cpu", level=level, N=32, M=1024, BLOCK_N=16, BLOCK_M=128)
+    assert rel_err(reduce(a), a.astype(np.float64).sum(1)) < 1e-5
+
+
+@pytest.mark.parametrize("keywords, words", [
+    (dict(M=64, block_M=16, block_N=32, threads=128), "T.const dim(s) N are not known: pass them to compile(), "
+                                                      "e.g. compile(N=...)"),
+    (dict(M=64, N=96, K=3, block_M=16, block_N=32, threads=128),
+     "'K' is neither a parameter nor a T.const dim of eager kernel 'eager_add' (its T.const dims: M, N)"),
+    (dict(M=64, N=0, block_M=16, block_N=32, threads=128), "T.const dim N must be a positive int, got 0"),
+])
+def test_eager_compile_errors(keywords, words):
+    with pytest.raises(CompileError, match=re.escape(words)):
+        K.eager_add.compile(target="cpu", **keywords)

@@ -167,26 +167,42 @@ class _Evaluation:
         self.namespace[target.id] = tensor
 
 
-def eager_spec(source: KernelSource, arguments: dict[str, Any]) -> EagerSpec:
-    """The signature of eager function `source` called with `arguments` (parameter name -> value)."""
+def eager_spec(source: KernelSource, arguments: dict[str, Any], consts: dict[str, Any] | None = None) -> EagerSpec:
+    """The signature of eager function `source` called with `arguments` (parameter name -> value).
+
+    With `consts` (T.const dim -> value, as TileLang's `f.compile(M=1024, ...)` gives them), tensor
+    arguments may be left out: the dims come from `consts` instead of their shapes."""
     declared = declared_params(source.tree)
     missing = [n for n in declared if n not in arguments]
-    if missing:
+    if missing and consts is None:
         raise CompileError(f"eager kernel '{source.name}' is missing its tensor argument(s) {', '.join(missing)}",
                            source.location(source.tree))
     values = {n: v for n, v in arguments.items() if n not in declared}
     first = _Evaluation(source, values, None).run(declared)
-    consts: dict[str, int] = {}
+    known = _given_consts(source, consts or {}, first.const_dims)
     for name, tensor in first.declared.items():
-        _read_dims(source, declared[name], name, tensor, arguments[name], set(first.const_dims), consts)
-    unbound = [n for n in first.const_dims if n not in consts]
+        if name in arguments:
+            _read_dims(source, declared[name], name, tensor, arguments[name], set(first.const_dims), known)
+    unbound = [n for n in first.const_dims if n not in known]
     if unbound:
-        raise CompileError(f"T.const dim(s) {', '.join(unbound)} are the dim of no declared tensor, so no argument "
-                           "gives their value", source.location(source.tree))
-    final = _Evaluation(source, values, consts).run(declared)
+        how = "pass them to compile(), e.g. compile(" + ", ".join(f"{n}=..." for n in unbound) + ")" \
+            if consts is not None else "no argument gives their value"
+        raise CompileError(f"T.const dim(s) {', '.join(unbound)} are not known: {how}", source.location(source.tree))
+    final = _Evaluation(source, values, known).run(declared)
     order = [a.arg for a in (*source.tree.args.posonlyargs, *source.tree.args.args) if a.arg in declared]
     return EagerSpec(tuple((n, final.declared[n]) for n in order), tuple(final.outputs),
-                     tuple(sorted(values.items())), tuple(sorted(consts.items())))
+                     tuple(sorted(values.items())), tuple(sorted(known.items())))
+
+
+def _given_consts(source: KernelSource, consts: dict[str, Any], names: list[str]) -> dict[str, int]:
+    for name, value in consts.items():
+        if name not in names:
+            raise CompileError(f"'{name}' is neither a parameter nor a T.const dim of eager kernel '{source.name}' "
+                               f"(its T.const dims: {', '.join(names) or 'none'})", source.location(source.tree))
+        if type(value) is not int or value <= 0:
+            raise CompileError(f"T.const dim {name} must be a positive int, got {value!r}",
+                               source.location(source.tree))
+    return dict(consts)
 
 
 def _read_dims(source: KernelSource, node: ast.AST, name: str, tensor: T.Tensor, argument: Any,
