@@ -1,11 +1,13 @@
 """TileLang source compatibility (issue 22): TileLang-style kernels (tilelang_kernels.py, which imports
 `tilemlir as tilelang`) on the CPU backend at tile and thread level against float64 numpy, and through
-NVRTC for sm_90a; pass_configs keys; the `main` entry name; TileLang's annotation spellings."""
+NVRTC for sm_90a; pass_configs and TileLang's other jit keywords; the `main` entry name; TileLang's
+annotation spellings and helpers; located errors for what Python evaluates before the frontend; the
+eager style."""
 
 import logging
-import textwrap
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import ml_dtypes
@@ -14,7 +16,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from frontend_util import load_module, marked
+from frontend_util import frontend_error, load_module, marked, message
 from tilemlir.diagnostics import CompileError
 from tilemlir.pass_configs import KNOWN_KEYS, PassConfigKey, options_from_pass_configs
 
@@ -336,8 +338,6 @@ def test_factory_code_failures_are_located_errors(tmp_path):
 
 
 def test_unsupported_tilelang_feature_in_kernel_code(tmp_path):
-    from frontend_util import frontend_error, message
-
     err = frontend_error(tmp_path, """
     @tilemlir.jit
     def k(A: T.Tensor((M,), T.float32)):
@@ -385,8 +385,6 @@ def test_alloc_var(tmp_path, rng, level, init, start):
 
 
 def test_alloc_var_scope_is_checked(tmp_path):
-    from frontend_util import frontend_error, message
-
     err = frontend_error(tmp_path, """
     @tilemlir.jit
     def k(A: T.Tensor((M,), T.float32)):
@@ -429,8 +427,6 @@ def test_copy_and_atomic_hints(tmp_path, rng, level):
     ("T.atomic_add(A[0, 0], 1.0, return_prev=@@True)", "T.atomic_add: return_prev=True (the old value) is not supported"),
 ])
 def test_bad_hints_are_located_errors(tmp_path, call, words):
-    from frontend_util import frontend_error
-
     err = frontend_error(tmp_path, f"""
     @tilemlir.jit
     def k(A: T.Tensor((M, 64), T.float32)):
@@ -549,8 +545,6 @@ def test_eager_signature_errors_are_located(tmp_path, body, call, words):
 
 
 def test_eager_return_must_be_its_outputs(tmp_path):
-    from frontend_util import frontend_error  # noqa: F401 - frontend errors are located the same way
-
     clean, line, col = marked("""
     @tilemlir.jit
     def k(A):
