@@ -164,6 +164,12 @@ def test_kernel_names_become_valid_cuda_entry_points(tmp_path, rng, name, c_name
 # pass_configs.
 
 
+def test_pass_config_keys_import_as_in_tilelang():
+    from tilemlir.transform import PassConfigKey as FromTransform
+
+    assert FromTransform is PassConfigKey is tilemlir.PassConfigKey is tilemlir.transform.PassConfigKey
+
+
 def test_every_tilelang_key_is_known():
     assert {k.value for k in PassConfigKey} <= KNOWN_KEYS
     assert "tirx.disable_vectorize" in KNOWN_KEYS  # later TileLang's spelling of the TIR keys
