@@ -18,6 +18,10 @@ _LAZY = {
     "autotune": "tilemlir.autotuner",
     "compile_many": "tilemlir.autotuner",
     "testing": "tilemlir.testing",
+    "PassConfigKey": "tilemlir.pass_configs",
+    "transform": "tilemlir.transform",
+    "cdiv": "tilemlir.language",
+    "next_power_of_2": "tilemlir.language",
 }
 
 
@@ -34,4 +38,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["CompileError", "LaunchError", "TilemlirError", "jit", "compile", "lower", "language", "autotune",
-           "compile_many", "testing", "__version__"]
+           "compile_many", "testing", "PassConfigKey", "transform", "cdiv", "next_power_of_2", "__version__"]

@@ -12,11 +12,18 @@ import ast
 import functools
 import importlib
 import inspect
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
+from tilemlir.pass_configs import options_from_pass_configs
+
+log = logging.getLogger("tilemlir.jit")
+
+# The driver's compile options (tilemlir.driver): an eager function's compile() tells them from its T.const dims.
+_COMPILE_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits", "level")
 
 FRONTEND = "frontend"
 PLANNED_STAGES = ("frontend", "thread", "final")
@@ -84,12 +91,16 @@ def _print(module, debuginfo: bool) -> str:
 
 
 def _is_tensor_annotation(node: ast.expr | None) -> bool:
-    """Whether a parameter annotation is a `T.Tensor(...)` (or `T.Buffer(...)`) call."""
-    if not isinstance(node, ast.Call):
+    """Whether a parameter annotation is a `T.Tensor(...)` call or a `T.Tensor[...]` subscript (or the
+    same with `T.Buffer` or `T.StridedTensor`)."""
+    if isinstance(node, ast.Call):
+        callee = node.func
+    elif isinstance(node, ast.Subscript):
+        callee = node.value
+    else:
         return False
-    callee = node.func
     name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", None)
-    return name in ("Tensor", "Buffer")
+    return name in ("Tensor", "Buffer", "StridedTensor")
 
 
 class JitFunction:
@@ -112,6 +123,7 @@ class JitFunction:
         self.target = target
         self.options = dict(options or {})
         self._kind: str | None = None
+        self._eager = None  # an eager function's specialization: the EagerSpec its kernel is built with
         self._tensor_params: list[str] = []
         self._frontend: FrontendResult | None = None
         self._instances: dict = {}
@@ -123,12 +135,16 @@ class JitFunction:
 
     @property
     def kind(self) -> str:
-        """"kernel" or "factory"."""
+        """"kernel", "factory" or "eager" (TileLang's eager style: tensor parameters declared in the body,
+        tilemlir.frontend.eager)."""
         if self._kind is None:
+            from tilemlir.frontend.eager import is_eager
             from tilemlir.frontend.source import load_source
 
             tree = load_source(self.fn).tree
             self._kind = "kernel" if any(isinstance(s, ast.With) for s in tree.body) else "factory"
+            if self._kind == "kernel" and is_eager(tree):
+                self._kind = "eager"
             self._tensor_params = [a.arg for a in tree.args.args if _is_tensor_annotation(a.annotation)]
         return self._kind
 
@@ -149,7 +165,10 @@ class JitFunction:
     # Factories.
 
     def instantiate(self, *args, **kwargs) -> "JitFunction":
-        """The kernel function a factory returns for these compile-time values (cached)."""
+        """The kernel function a factory returns for these compile-time values (cached); for an eager
+        function, its kernel specialized for these arguments (tensors and compile-time values)."""
+        if self.kind == "eager":
+            return self._eager_instance(args, kwargs)
         if self.kind != "factory":
             raise TypeError(f"'{self.fn.__name__}' is a kernel, not a factory: it takes no compile-time arguments")
         missing = self._missing_kernel_block()
@@ -191,6 +210,45 @@ class JitFunction:
             )
         return instance
 
+    def _eager_instance(self, args: tuple, kwargs: dict, consts: dict | None = None) -> "JitFunction":
+        from tilemlir.frontend.eager import eager_spec
+        from tilemlir.frontend.source import load_source
+
+        if self.out_idx is not None:
+            raise CompileError(f"'{self.fn.__name__}' is an eager kernel: its outputs are the tensors it makes with "
+                               "T.empty and returns, so it takes no out_idx", self._def_location())
+        signature = inspect.signature(self.fn)
+        try:
+            bound = signature.bind(*args, **kwargs) if consts is None else signature.bind_partial(*args, **kwargs)
+        except TypeError as exc:
+            raise CompileError(f"eager kernel '{self.fn.__name__}': {exc}", self._def_location()) from None
+        bound.apply_defaults()
+        spec = eager_spec(load_source(self.fn), dict(bound.arguments), consts)
+        try:
+            hash(spec)
+        except TypeError:
+            raise CompileError(
+                f"the compile-time arguments of eager kernel '{self.fn.__name__}' must be hashable (ints, floats, "
+                "strings, dtypes, tuples), so that its kernels can be cached", self._def_location()) from None
+        if spec not in self._instances:
+            instance = JitFunction(self.fn, None, self.target, self.options)
+            instance._kind, instance._eager = "kernel", spec
+            self._instances[spec] = instance
+        return self._instances[spec]
+
+    def _eager_compile(self, target: str | None, keywords: dict) -> "Kernel":
+        params = inspect.signature(self.fn).parameters
+        arguments = {k: v for k, v in keywords.items() if k in params}
+        options = {k: v for k, v in keywords.items() if k not in params and k in _COMPILE_OPTIONS}
+        consts = {k: v for k, v in keywords.items() if k not in params and k not in _COMPILE_OPTIONS}
+        return self._eager_instance((), arguments, consts).compile(target, **options)
+
+    def _eager_call(self, args: tuple, kwargs: dict):
+        """Compile (once per specialization) and launch an eager function; its T.empty outputs come back."""
+        instance = self._eager_instance(args, kwargs)
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        return instance.compile()(*(bound.arguments[name] for name, _ in instance._eager.tensors))
+
     def _def_location(self) -> SourceLocation | None:
         code = getattr(self.fn, "__code__", None)
         return SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
@@ -200,6 +258,12 @@ class JitFunction:
 
     def frontend(self) -> FrontendResult:
         """The frontend IR and signature of this kernel (built once)."""
+        if self.kind == "eager":
+            raise CompileError(
+                f"'{self.fn.__name__}' is an eager kernel: its signature comes from its arguments, so call it with "
+                f"them, or use {self.fn.__name__}.instantiate(...) with them to get its kernel function",
+                self._def_location(),
+            )
         if self.kind != "kernel":
             raise self._missing_kernel_block() or CompileError(
                 f"'{self.fn.__name__}' is a kernel factory: call it with its compile-time arguments, or use "
@@ -209,8 +273,9 @@ class JitFunction:
         if self._frontend is None:
             from tilemlir.frontend import build_module
 
-            module, info = build_module(self.fn)
-            info = replace(info, out_idx=self._normalized_out_idx(info))
+            module, info = build_module(self.fn, eager=self._eager)
+            out_idx = self._eager.out_idx if self._eager is not None else self._normalized_out_idx(info)
+            info = replace(info, out_idx=out_idx)
             self._frontend = FrontendResult(_print(module, debuginfo=False), _print(module, debuginfo=True), info)
         return self._frontend
 
@@ -236,7 +301,12 @@ class JitFunction:
         return tuple(result)
 
     def compile(self, target: str | None = None, **options) -> "Kernel":
-        """The compiled kernel for `target` (cached per target and options, in memory and on disk)."""
+        """The compiled kernel for `target` (cached per target and options, in memory and on disk).
+
+        For an eager function, as TileLang's `f.compile(M=1024, N=1024, block_M=32, ...)`: the keywords
+        are its compile-time parameters and its T.const dims (the tensor arguments are not needed)."""
+        if self.kind == "eager":
+            return self._eager_compile(target, options)
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
         key = (target, tuple(sorted((k, repr(v)) for k, v in merged.items())))
@@ -260,8 +330,8 @@ class JitFunction:
         # A hand-edited override or a dump request needs the compile to happen.
         if config.disable_cache or config.cuda_override is not None or config.dump_dir is not None:
             return None
-        if target != "cuda" or not options.get("use_cache", True):
-            return None
+        if target != "cuda" or not options.get("use_cache", True) or self._eager is not None:
+            return None  # (an eager function's kernels differ by specialization, not by source)
         from tilemlir import source_cache
 
         return source_cache.kernel_key(self.fn, target, options, self.out_idx)
@@ -281,6 +351,8 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
+        if self.kind == "eager":
+            return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
 
 
@@ -331,16 +403,60 @@ class Kernel:
         return f"<tilemlir.Kernel '{self.name}' target={self.target}>"
 
 
-def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, **options):
+def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, pass_configs: dict | None = None,
+        **options):
     """Decorate a kernel function or a kernel factory (see `JitFunction`).
 
     `out_idx` (an int or a list, negative counting from the end) names the
     tensor parameters the runtime allocates and returns; `target` and the
-    other keyword options are passed on to `compile`.
+    other keyword options are passed on to `compile`. `pass_configs` takes
+    TileLang's `{PassConfigKey.X: value}` (tilemlir.pass_configs): the keys
+    with a meaning here become options (an explicit option wins).
     """
-    if fn is None:
-        return lambda f: JitFunction(f, out_idx, target, options)
-    return JitFunction(fn, out_idx, target, options)
+    def decorate(f: Callable) -> JitFunction:
+        code = getattr(f, "__code__", None)
+        where = SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
+        own = _drop_tilelang_keywords(options, where)
+        merged = {**options_from_pass_configs(pass_configs, where), **own}
+        return JitFunction(f, out_idx, _jit_target(target, where), merged)
+
+    return decorate if fn is None else decorate(fn)
+
+
+# TileLang's `jit` keywords that choose how TileLang builds and loads a kernel: tilemlir has its own way.
+_TILELANG_EXECUTION_BACKENDS = (None, "auto", "dlpack", "ctypes", "cython", "nvrtc", "tvm_ffi", "torch", "cutedsl")
+_TILELANG_JIT_KEYWORDS = {
+    "execution_backend": "tilemlir launches through its own runtime",
+    "target_host": "tilemlir's host code is Python",
+    "verbose": "tilemlir logs on the `tilemlir` loggers",
+    "debug_root_path": "use TILEMLIR_DUMP_DIR to keep the IR and CUDA",
+    "compile_flags": "tilemlir passes its own NVRTC flags",
+}
+
+
+def _drop_tilelang_keywords(options: dict, where: SourceLocation | None) -> dict:
+    """`options` without TileLang's `jit` keywords (checked, then ignored with a debug line each)."""
+    backend = options.get("execution_backend")
+    if backend not in _TILELANG_EXECUTION_BACKENDS:
+        raise CompileError(f"unknown execution_backend {backend!r} (TileLang's: "
+                           f"{', '.join(map(repr, _TILELANG_EXECUTION_BACKENDS[1:]))})", where)
+    kept = {}
+    for key, value in options.items():
+        if key in _TILELANG_JIT_KEYWORDS:
+            log.debug("jit keyword %s=%r ignored: %s", key, value, _TILELANG_JIT_KEYWORDS[key])
+        else:
+            kept[key] = value
+    return kept
+
+
+def _jit_target(target: Any, where: SourceLocation | None) -> str | None:
+    """tilemlir's target for `jit(target=...)`; TileLang's "auto" is the default target."""
+    if target is None or target == "auto":
+        return None
+    if target in ("cuda", "cpu"):
+        return target
+    raise CompileError(f"target {target!r} is not supported: tilemlir compiles for 'cuda' and "
+                       "'cpu' (the exact reference backend)", where)
 
 
 def _kernel_function(fn) -> JitFunction:

@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 
-_PyBool = type(True)  # this module rebinds `bool` to the dtype T.bool
+_PyBool = type(True)  # this module rebinds `bool`, `int` and `float` to the dtypes T.bool, T.int and T.float
+_PyInt = type(0)
 
 
 class DeclarationError(CompileError, ValueError):
@@ -77,6 +78,11 @@ class DType:
     @property
     def is_int(self) -> bool:
         return self.kind in ("int", "uint")
+
+    @property
+    def bytes(self) -> int:
+        """Bytes one element takes (TileLang's `dtype.bytes`; a bool takes one)."""
+        return (self.bits + 7) // 8
 
     def __call__(self, value):
         """Inside a kernel, `T.float32(x)` is `T.cast(x, T.float32)`."""
@@ -178,14 +184,15 @@ class Tensor:
     shape: tuple
     dtype: DType
 
-    def __init__(self, shape, dtype_: Any):
+    def __init__(self, *args, **kwargs):
+        shape, dtype_ = _tensor_arguments(args, kwargs)
         if isinstance(shape, (numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
             raise DeclarationError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
         dims = tuple(_dim(d) for d in shape)
         for dim in dims:
-            if isinstance(dim, int) and dim <= 0:
+            if isinstance(dim, _PyInt) and dim <= 0:
                 raise DeclarationError(f"T.Tensor dims must be positive, got {dim}")
         try:
             element = dtype(dtype_)
@@ -197,13 +204,52 @@ class Tensor:
     def __repr__(self) -> str:
         return f"T.Tensor({self.shape!r}, {self.dtype!r})"
 
+    def __class_getitem__(cls, key) -> "Tensor":
+        """TileLang's subscript spelling: `T.Tensor[(M, N), dtype]` or `T.Tensor[M, N, dtype]`."""
+        if not isinstance(key, tuple) or len(key) < 2:
+            raise DeclarationError(f"T.Tensor[...] takes the dims and then the dtype, as in T.Tensor[(M, N), "
+                                   f"T.float16] or T.Tensor[M, N, T.float16], got T.Tensor[{key!r}]")
+        *dims, element = key
+        shape = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else tuple(dims)
+        return cls(shape, element)
+
+
+def _tensor_arguments(args: tuple, kwargs: dict) -> tuple:
+    """`T.Tensor(shape, dtype="float32", **TileLang's keywords)`'s shape and dtype, every mistake a located
+    error (an annotation runs before the frontend)."""
+    if len(args) > 2:
+        raise DeclarationError(f"T.Tensor() takes the shape and the dtype, got {len(args)} positional arguments")
+    bound = dict(zip(("shape", "dtype"), args))
+    for key in ("shape", "dtype"):
+        if key in kwargs:
+            if key in bound:
+                raise DeclarationError(f"T.Tensor() got multiple values for argument '{key}'")
+            bound[key] = kwargs.pop(key)
+    if "shape" not in bound:
+        raise DeclarationError("T.Tensor() is missing its shape")
+    _check_tensor_options(kwargs)
+    return bound["shape"], bound.get("dtype", "float32")
+
+
+def _check_tensor_options(options: dict) -> None:
+    """TileLang's `T.Tensor(..., scope=, strides=, ...)` keywords: a global scope is what a parameter is;
+    the others describe buffers tilemlir's parameters cannot be."""
+    for key, value in options.items():
+        if key == "scope" and value in (None, "global"):
+            continue
+        if key in ("data", "strides", "elem_offset", "align", "offset_factor", "buffer_type", "axis_separators",
+                   "scope"):
+            raise DeclarationError(f"T.Tensor: TileLang's `{key}={value!r}` is not supported by tilemlir: tensor "
+                                   "parameters are contiguous, row-major global tensors (docs/tilelang.md)")
+        raise DeclarationError(f"T.Tensor() got an unexpected keyword argument '{key}'")
+
 
 def _dim(dim):
     """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
     if isinstance(dim, Symbolic):
         return dim
     if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
-        return int(dim)
+        return _PyInt(dim)
     raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
 
 
@@ -240,7 +286,7 @@ class _AffineExpr:
     def lift(value) -> "_AffineExpr":
         if isinstance(value, _AffineExpr):
             return value
-        if isinstance(value, int) and not isinstance(value, _PyBool):
+        if isinstance(value, _PyInt) and not isinstance(value, _PyBool):
             return _AffineExpr(str(value), value)
         raise TypeError(f"a layout map may only use ints and its index arguments, got {value!r}")
 
@@ -290,7 +336,7 @@ class Layout:
     """
 
     def __init__(self, thread_map, local_map, replicate: int = 1):
-        if not isinstance(replicate, int) or replicate < 1:
+        if not isinstance(replicate, _PyInt) or replicate < 1:
             raise ValueError(f"Layout replicate must be a positive int, got {replicate!r}")
         self.thread_map = thread_map
         self.local_map = local_map
@@ -500,7 +546,7 @@ def infinity(dtype):
 @_intrinsic
 def ceildiv(a, b):
     """ceil(a / b) for integers; on Python ints it computes right away."""
-    if isinstance(a, int) and isinstance(b, int):
+    if isinstance(a, _PyInt) and isinstance(b, _PyInt):
         return -(-a // b)
     _kernel_only("T.ceildiv on non-integers")
 
@@ -532,6 +578,210 @@ ceil = _math("ceil", "Round toward +inf (floats).")
 fma = _math("fma", "a * b + c with a single rounding.")
 
 
+# ----------------------------------------------------------------------------
+# TileLang spellings: the names TileLang kernels use for what is above, and its small helpers.
+# (Kept in one block; docs/tilelang.md lists them.)
+
+half = float16
+float = float32  # noqa: A001 - TileLang's `T.float`
+double = float64
+short = int16
+int = int32  # noqa: A001 - TileLang's `T.int`
+uint = uint32
+long = int64
+float8_e4m3fn = float8_e4m3  # tilemlir's float8_e4m3 is the finite-only e4m3 ("fn") format
+
+Serial = serial
+
+
+def vectorized(*bounds):
+    """`for i in T.vectorized(n)`: TileLang's vectorized loop, here a sequential loop the backend unrolls
+    (as T.unroll; the emitter picks vector widths itself)."""
+    _kernel_only("T.vectorized")
+
+
+vectorized.__tilemlir_intrinsic__ = "unroll"
+
+
+def _strided_tensor(shape, strides, dtype_: Any = "float32") -> Tensor:
+    """TileLang's `T.StridedTensor(shape, strides, dtype)`: a tensor with the given element strides.
+    tilemlir's tensor parameters are row-major and contiguous, so `strides` must be those of `shape`."""
+    tensor = Tensor(shape, dtype_)
+    if isinstance(strides, (numbers.Integral, Symbolic)):
+        strides = (strides,)
+    if not isinstance(strides, (tuple, list)) or len(strides) != len(tensor.shape):
+        raise DeclarationError(f"T.StridedTensor needs one stride per dim ({len(tensor.shape)}), got {strides!r}")
+    expected = _contiguous_strides(tensor.shape)
+    if tuple(_stride_key(s) for s in strides) != tuple(_stride_key(s) for s in expected):
+        raise DeclarationError(
+            f"T.StridedTensor with strides {tuple(strides)!r} is not supported: tilemlir's tensor parameters are "
+            f"contiguous and row-major (strides {expected!r} for shape {tensor.shape!r}); pass a contiguous copy")
+    return tensor
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        if isinstance(step, _PyInt) and isinstance(dim, _PyInt):
+            step = step * dim
+        else:
+            step = _StrideProduct(step, dim)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class _StrideProduct:
+    """A symbolic row-major stride: the product of the dims after it."""
+
+    left: Any
+    right: Any
+
+    def __repr__(self) -> str:
+        return f"{self.left!r} * {self.right!r}"
+
+
+def _stride_key(stride):
+    if isinstance(stride, _StrideProduct):
+        return ("*", *sorted(map(repr, _factors(stride))))
+    if isinstance(stride, Symbolic):
+        return ("*", repr(stride))
+    if not isinstance(stride, _PyBool) and isinstance(stride, numbers.Integral):
+        return _PyInt(stride)
+    raise DeclarationError(f"T.StridedTensor strides must be ints or T.symbolic dims, got {stride!r}")
+
+
+def _factors(stride) -> list:
+    if isinstance(stride, _StrideProduct):
+        return [f for part in (stride.left, stride.right) for f in _factors(part) if f != 1]
+    return [stride]
+
+
+StridedTensor = _strided_tensor
+StridedTensor.__name__ = StridedTensor.__qualname__ = "StridedTensor"
+
+
+@_intrinsic
+def Cast(dtype, value):  # noqa: N802 - TVM's spelling
+    """TVM's `T.Cast(dtype, value)`: `T.cast(value, dtype)` (note the argument order)."""
+    _kernel_only("T.Cast")
+
+
+@_intrinsic
+def Select(condition, true_value, false_value):  # noqa: N802 - TVM's spelling
+    """TVM's `T.Select(cond, a, b)`: `a` where `cond` holds, else `b`; both sides are evaluated."""
+    _kernel_only("T.Select")
+
+
+@_intrinsic
+def And(a, b):  # noqa: N802 - TVM's spelling
+    """Logical and of two bools (both sides are evaluated)."""
+    _kernel_only("T.And")
+
+
+@_intrinsic
+def Or(a, b):  # noqa: N802 - TVM's spelling
+    """Logical or of two bools (both sides are evaluated)."""
+    _kernel_only("T.Or")
+
+
+@_intrinsic
+def clamp(value, min_value, max_value):
+    """`T.min(T.max(value, min_value), max_value)`, as TileLang computes it."""
+    _kernel_only("T.clamp")
+
+
+@_intrinsic
+def max_value(dtype):
+    """The largest finite value of `dtype` (TVM's `T.max_value`)."""
+    _kernel_only("T.max_value")
+
+
+@_intrinsic
+def min_value(dtype):
+    """The lowest finite value of `dtype`: the most negative int, or minus the largest finite float."""
+    _kernel_only("T.min_value")
+
+
+@_intrinsic
+def alloc_var(dtype, init=None, scope="local.var"):
+    """TileLang's `T.alloc_var(dtype[, init])`: a per-thread variable, a one-element buffer read and
+    written as `v[0]`, starting at `init` (0 without, as TileLang)."""
+    _kernel_only("T.alloc_var")
+
+
+@_intrinsic
+def const(names: str):
+    """`M, N = T.const("M, N")` in an eager kernel: dims read from the arguments' shapes, fixed per
+    compiled specialization (docs/tilelang.md, "Eager kernels")."""
+    _kernel_only("T.const")
+
+
+@_intrinsic
+def empty(shape, dtype="float32"):
+    """`C = T.empty(shape, dtype)` at the top of an eager kernel: an output the runtime allocates and the
+    call returns (`return C`)."""
+    _kernel_only("T.empty")
+
+
+def cdiv(a, b):
+    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
+        raise TypeError(f"cdiv takes two ints, got {a!r} and {b!r}")
+    return -(-a // b)
+
+
+def next_power_of_2(n) -> int:
+    """The smallest power of two >= n, for a Python int n (1 for n <= 1), as `tilelang.next_power_of_2`."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, _PyBool):
+        raise TypeError(f"next_power_of_2 takes an int, got {n!r}")
+    return 1 if n <= 1 else 1 << _PyInt(n - 1).bit_length()
+
+
+class LanguageAttributeError(CompileError, AttributeError):
+    """`T.name` for a name the language lacks, located at the Python code that wrote it (an annotation or
+    factory code runs before the frontend); says so when the name is a TileLang feature tilemlir lacks."""
+
+    def __init__(self, text: str, tilelang_feature: bool):
+        self.text = text
+        self.tilelang_feature = tilelang_feature
+        super().__init__(text, _caller_location())
+
+
+# TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
+_TILELANG_UNSUPPORTED = {
+    "alloc_reducer": "reducer buffers",
+    "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
+    "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
+    "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
+    "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
+    "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
+    "float8_e4m3fnuz": "the fnuz fp8 formats", "float8_e5m2fnuz": "the fnuz fp8 formats",
+    "float8_e8m0fnu": "e8m0 scale factors", "float4_e2m1fn": "fp4", "int4": "4-bit integers",
+    "tfloat32": "tf32 as a storage type",
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(f"module 'tilemlir.language' has no attribute '{name}'")
+    if name in _TILELANG_UNSUPPORTED:
+        raise LanguageAttributeError(f"T.{name} (TileLang's {_TILELANG_UNSUPPORTED[name]}) is not supported by "
+                                     "tilemlir (docs/tilelang.md lists what is)", tilelang_feature=True)
+    import difflib
+
+    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise LanguageAttributeError(f"'T' has no attribute '{name}'{hint}", tilelang_feature=False)
+
+
+_TILELANG_NAMES = [
+    "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
+    "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
+    "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
+]
+
+
 __all__ = [
     *DTYPES,
     "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
@@ -541,4 +791,5 @@ __all__ = [
     "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
     "floor", "ceil", "fma",
+    *_TILELANG_NAMES,
 ]

@@ -24,6 +24,10 @@ exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt sin cos tan asin acos atan a
 acosh atanh erf erfc fabs ceil floor round rint trunc pow copysign fma fmod fmax fmin
 """.split() for suffix in ("", "f"))
 
+# Names C++ gives a meaning at namespace scope: a `__global__` function may not take them (`main` is the
+# program's entry point; most TileLang examples name their kernel `main`).
+_ENTRY_RESERVED = frozenset({"main"})
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -51,8 +55,11 @@ class Identifiers:
         return self._claim(base, self._scopes[-1])
 
     def kernel_name(self, name: str) -> str:
-        """The `extern "C"` function's name: `name`, unless that is taken by C++ or CUDA."""
-        return self.fresh_global(name if not self._taken(sanitize(name)) else f"{name}_kernel")
+        """The `extern "C"` function's name: `name` as a C identifier, or `<name>_kernel` where C++ or CUDA
+        takes that name (the runtime looks the function up by the name this returns)."""
+        cleaned = sanitize(name)
+        taken = self._taken(cleaned) or cleaned in _ENTRY_RESERVED
+        return self.fresh_global(f"{cleaned}_kernel" if taken else cleaned)
 
     def fresh_global(self, base: str) -> str:
         """A name for the function's outermost scope (declared at the top, visible everywhere)."""

@@ -14,14 +14,15 @@ from typing import Callable
 from tilemlir.frontend.info import KernelInfo, ParamInfo, SymbolInfo
 
 
-def build_module(fn: Callable, context=None):
-    """(ir.Module, KernelInfo) of kernel function `fn`, built in `context` (a new one by default)."""
+def build_module(fn: Callable, context=None, eager=None):
+    """(ir.Module, KernelInfo) of kernel function `fn`, built in `context` (a new one by default);
+    `eager` is the EagerSpec of one specialization of an eager function (frontend/eager.py)."""
     from tilemlir.context import make_context
     from tilemlir.frontend.builder import KernelBuilder
     from tilemlir.frontend.source import load_source
 
     source = load_source(fn)
-    return KernelBuilder(source, context or make_context()).build()
+    return KernelBuilder(source, context or make_context(), eager).build()
 
 
 __all__ = ["build_module", "KernelInfo", "ParamInfo", "SymbolInfo"]

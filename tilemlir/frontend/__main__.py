@@ -60,6 +60,10 @@ def _kernels(module, only: str | None):
         if jit_fn.kind == "kernel":
             result.append((name, jit_fn))
             continue
+        if jit_fn.kind == "eager":
+            print(f"note: skipping eager kernel '{name}': its signature comes from the arguments it is called with",
+                  file=sys.stderr)
+            continue
         params = inspect.signature(jit_fn.fn).parameters.values()
         if all(p.default is not inspect.Parameter.empty for p in params):
             result.append((name, jit_fn.instantiate()))

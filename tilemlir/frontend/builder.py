@@ -20,12 +20,14 @@ from tilemlir.config import settings
 from tilemlir.diagnostics import CompileError, Diagnostic, reporting as diag
 from tilemlir.frontend.calls import CallMixin
 from tilemlir.frontend.control import ControlMixin
+from tilemlir.frontend.eager import EagerMixin
 from tilemlir.frontend.expressions import ExprMixin
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.frontend.macros import MacroMixin
 from tilemlir.frontend.signature import SignatureMixin
 from tilemlir.frontend.source import KernelError, KernelSource, is_unbound
 from tilemlir.frontend.statements import StmtMixin
+from tilemlir.frontend.tilelang_ops import TileLangOpsMixin
 from tilemlir.frontend.tileops import TileOpsMixin
 from tilemlir.frontend.values import Binding, KernelState, Scope, is_runtime
 from tilemlir.mlir import MLIRError, func, ir
@@ -43,10 +45,13 @@ _SCOPE_HINTS = {
 }
 
 
-class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, SignatureMixin):
+class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
+                    EagerMixin, SignatureMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
-    def __init__(self, source: KernelSource, context: ir.Context):
+    def __init__(self, source: KernelSource, context: ir.Context, eager=None):
+        self.eager = eager  # an eager function's EagerSpec (frontend/eager.py), else None
+        self.eager_declared: set[str] = set()
         self.source = source  # the function being read: the kernel, or the macro being inlined
         self.sources = [source]  # the kernel's and every macro's, to locate any AST node
         self.macro_sources: dict = {}

@@ -143,10 +143,14 @@ class ExprMixin:
         if isinstance(base, Scalar):
             if attr == "dtype":
                 return base.dtype
-            raise KernelError(f"a run-time {base.dtype} value has no attribute '{attr}'")
+            if attr == "astype":
+                return self.astype_method(base, node)
+            raise KernelError(f"a run-time {base.dtype} value has no attribute '{attr}' (it has dtype and astype)")
         try:
             return getattr(base, attr)
-        except AttributeError:
+        except AttributeError as exc:
+            if getattr(exc, "tilelang_feature", False):
+                raise KernelError(exc.text) from None
             owner = getattr(base, "__name__", type(base).__name__)
             if owner == "tilemlir.language":
                 owner = "T"

@@ -45,6 +45,8 @@ class SignatureMixin:
     """Function signature handling for `KernelBuilder`."""
 
     def read_params(self) -> list[Param]:
+        if self.eager is not None:
+            return self.eager_params()
         args = self.source.tree.args
         for extra in (args.vararg, args.kwarg, *args.kwonlyargs):
             if extra is not None:

@@ -104,7 +104,9 @@ class StmtMixin:
         self.eval(node.value)
 
     def stmt_Return(self, node: ast.Return) -> None:
-        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        if self.eager is not None and node.value is not None and self.scope.kind == "function":
+            self.eager_return(node)
+        elif node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
             raise KernelError("a kernel returns nothing: write its results into tensor parameters", node.value)
         if self.scope.kind != "function":
             raise KernelError("`return` is only allowed at the end of the kernel function, not inside a block")
@@ -134,6 +136,9 @@ class StmtMixin:
             self.assign(target, value, node)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None and isinstance(node.target, ast.Name) and node.target.id in self.eager_declared \
+                and self.scope.kind == "function":
+            return  # an eager kernel's parameter declaration (frontend/eager.py)
         if node.value is None:
             raise KernelError("a declaration without a value is not supported; write `x: T.float32 = 0.0`")
         if not isinstance(node.target, ast.Name):

@@ -18,6 +18,7 @@ from tilemlir.dialects.tensor_core_ops import POLICY_ATTR
 from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import is_dynamic
 from tilemlir.frontend.source import KernelError
+from tilemlir.frontend.tilelang_ops import ATOMIC_HINTS, COPY_HINTS
 from tilemlir.frontend.types import mlir_type
 from tilemlir.frontend.values import Buffer, Region, Scalar, format_shape
 from tilemlir.mlir import MLIRError, ir
@@ -55,6 +56,10 @@ class TileOpsMixin:
         args = self.bind_call(what, node, ["shape", "dtype"])
         shape = self.static_shape(self.arg(args, "shape"), args.node_of("shape"), what)
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        return self.new_buffer(node, space, build, shape, dtype)
+
+    def new_buffer(self, node: ast.Call, space: str, build, shape: list[int], dtype: T.DType) -> Buffer:
+        """An on-chip buffer of `shape` and `dtype`, named after the assignment that makes it."""
         self.buffer_count += 1
         name = self.pending_name or f"buf{self.buffer_count}"
         op = build(shape, mlir_type(dtype), name)
@@ -208,7 +213,8 @@ class TileOpsMixin:
 
     def intrinsic_copy(self, node: ast.Call) -> None:
         self.require_tile_level("T.copy")
-        args = self.bind_call("T.copy", node, ["src", "dst"])
+        args = self.bind_call("T.copy", node, ["src", "dst", *COPY_HINTS], defaults=dict.fromkeys(COPY_HINTS))
+        self.check_copy_hints(args)
         src = self.tile_arg(args.nodes["src"], "T.copy")
         dst = self.tile_arg(args.nodes["dst"], "T.copy")
         if src.buffer.is_global and dst.buffer.is_global:
@@ -407,7 +413,9 @@ class TileOpsMixin:
 
     def intrinsic_atomic_add(self, node: ast.Call) -> None:
         self.require_kernel("T.atomic_add")
-        args = self.bind_call("T.atomic_add", node, ["dst", "value"])
+        args = self.bind_call("T.atomic_add", node, ["dst", "value", *ATOMIC_HINTS],
+                              defaults=dict.fromkeys(ATOMIC_HINTS))
+        self.check_atomic_hints(args)
         dst = self.tile_arg(args.nodes["dst"], "T.atomic_add")
         if not dst.buffer.is_global:
             raise KernelError(

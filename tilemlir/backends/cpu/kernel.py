@@ -58,11 +58,21 @@ def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None
     signature = _signature(module, signature_info, out_idx)
     with module.context:
         work = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
-        name = entry_function(work).sym_name.value
+        name = _ascii_entry_name(entry_function(work))
         _lower(work, level, simulate)
         sites = _simulation_sites(work)
         _drop_tile_attributes(work)
     return CpuKernel(signature, NativeFunction(work, name), level, sites)
+
+
+def _ascii_entry_name(function) -> str:
+    """The entry's symbol, renamed to ASCII where the Python name is not (LLVM's JIT looks symbols up
+    by ASCII names)."""
+    name = function.sym_name.value
+    if not name.isascii():
+        name = "kernel_" + "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"u{ord(c):x}" for c in name)
+        function.attributes["sym_name"] = ir.StringAttr.get(name)
+    return name
 
 
 def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSignature:
