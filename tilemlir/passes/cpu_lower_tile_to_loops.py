@@ -33,12 +33,13 @@ from tilemlir.backends.cpu import buffers, checks, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
-from tilemlir.ir_util import ops_named
+from tilemlir.ir_util import enclosing, ops_named
 from tilemlir.mlir import arith, ir
 from tilemlir.pass_infra.registry import register_pass
 
 _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
-# One block's points run in order here: a pipeline's barrier and cp.async groups order nothing more.
+# One block's points run in order here: a pipeline's barrier and cp.async groups order nothing more
+# (block-level ones: a barrier inside a T.Parallel's element code stays, an error of the lowering below).
 _SYNCHRONIZATION = ("gpu.barrier", "tile.cp_async_commit", "tile.cp_async_wait")
 
 
@@ -60,7 +61,8 @@ def _lower_kernel(kernel: ir.Operation, checker: checks.Checker) -> None:
     _record_padding(kernel)
     element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
     for op in ops_named(function, "tile.assume", *_SYNCHRONIZATION):
-        op.erase()
+        if op.name == "tile.assume" or enclosing(op, "tile.parallel", stop="tile.kernel") is None:
+            op.erase()
     for op in ops_named(kernel, *tile_ops.LOWERINGS):
         tile_ops.LOWERINGS[op.name](op)
     for op in element_accesses:

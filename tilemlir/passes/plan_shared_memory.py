@@ -14,8 +14,10 @@ the kernel's limit at load past 48 KiB:
 - buffers are placed in the order they are allocated at the lowest offset that overlaps no buffer
   placed before that it may not share with (first fit), aligned 1024 bytes for `tile.swizzle = 128` (the address bits the
   pattern XORs are then those of the offset, as TMA and wgmma read them), else 16;
-- more than `arch` lets one block use (`tilemlir.hardware.max_shared_bytes`) is a CompileError at
-  the kernel naming its largest buffers.
+- with the `arch` option, more than `arch` lets one block use (`tilemlir.hardware.max_shared_bytes`)
+  is a CompileError at the kernel naming its largest buffers. The compile pipeline runs it without
+  (it does not know the target); the CUDA emitter checks the planned offsets against the compile's
+  arch (`emit_cuda/memory.check_shared_limit`), located at the first buffer that ends past the limit.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ SWIZZLE_128_ALIGN = 1024
 
 @dataclass(frozen=True)
 class SharedPlanOptions:
-    arch: str = "sm_90a"
+    arch: str = ""  # "": no limit check here (the CUDA emitter checks the plan against the compile's arch)
 
 
 @dataclass
@@ -150,7 +152,7 @@ def _first_fit(buffer: _Buffer, live: list[_Buffer]) -> int:
 
 
 def _check_limit(launch: ir.Operation, placed: list[_Buffer], total: int, arch: str) -> None:
-    limit = max_shared_bytes(arch)
+    limit = max_shared_bytes(arch) if arch else None
     if limit is None or total <= limit:
         return
     largest = sorted(placed, key=lambda b: -b.size)[:3]
