@@ -1,0 +1,149 @@
+"""DSL-mistakes fuzzer (issue 14): valid kernels with one to three mistakes a user makes; each compile (the
+frontend, every pass and the CUDA emitter, where the arch's shared-memory limit is checked) succeeds or raises
+a CompileError located at a line of the kernel's own file. Never another exception type, never a crash.
+
+A kernel is a template whose slots (dims, dtypes, grid, threads, buffer shapes, parallel extents, indices,
+values) hold valid defaults; a case (one seed, fuzz_support) replaces some slots by mistakes drawn from each
+slot's list: wrong shapes, dtypes and extents, unknown dtype strings, float and non-positive dims, indices
+out of range or of the wrong type, hardware limits exceeded, T.Kernel left out. Module-level Python stays
+valid (every name a mistake uses exists), so an exception is the compiler's.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import textwrap
+
+import pytest
+
+import tilemlir
+from fuzz_support import (assert_located_in, compile_to_cuda_source, fuzz_seeds, import_kernel_file, unexpected,
+                          write_kernel_file)
+from tilemlir.diagnostics import CompileError
+
+DTYPES = ['"flaot32"', '"float64"', "T.int8", "T.bool", '"bool"', "T.float16", "T.bfloat16", "T.int32", "3",
+          "None", '"e4m3"', "T.float8_e4m3", "T.float64", "T.uint8", '"uint8"', "T.uint32"]
+DIMS = ["0", "-3", "2.5", "64.0", "2**40", "True", '"64"', "None", "T.symbolic('K')", "M", "3", "2**31", "(4, 4)"]
+EXTENTS = ["0", "-1", "1", "3", "65", "2**20", "2.5", "M", "bx", "None", "2**31"]
+INDICES = ["i + 1", "5", "-1", "2", "100", "j", "bx", "i * 2.0", "i // 0", "M", "2**40", "True", "None", "i, j"]
+VALUES = ["2", "T.int8(3)", "None", "x", "X", "1e40", "True", "T.cast(1.5, T.int32)", "T.infinity(T.float32)",
+          "bx", "1 / 0", "T.max(1.0)", "X[0, 0]", "(1.0, 2.0)"]
+GRIDS = ["0", "-1", "2**40", "2.5", "M", "T.ceildiv(M, 0)", "bx", "4, 70000", "1, 1, 65536", "None", "M * M * M"]
+THREADS = ["0", "1", "33", "1024", "2048", "M", "2.5", "-32", "None", "T.symbolic('t')"]
+SHAPES = ["(2**20,)", "(1, 2**20)", "(2**16, 2**16)", "(60 * 1024,)", "(0,)", "(-1, 4)", "(M, 4)", "(2.5,)",
+          "()", "(4, 4, 4)"]
+
+# Each template is (source, {slot: (default, mistakes)}). The defaults compile.
+TEMPLATES = {
+    "rows": ("""
+        @tilemlir.jit(out_idx=[-1])
+        def k(X: T.Tensor((M, {N}), {dtype_x}), Y: T.Tensor((M, {N}), {dtype_y})):
+            with T.Kernel({grid}, threads={threads}) as bx:
+                x = T.alloc_fragment(({bm}, {bn}), {dtype_frag})
+                T.copy(X[bx * {bm}, 0], x)
+                for i, j in T.Parallel({pe0}, {pe1}):
+                    x[{ii}, {jj}] = x[i, j] * {value}
+                T.copy(x, Y[bx * {bm}, 0])
+    """, {
+        "N": ("64", DIMS), "dtype_x": ("T.float32", DTYPES), "dtype_y": ("T.float32", DTYPES),
+        "grid": ("T.ceildiv(M, 2)", GRIDS), "threads": ("64", THREADS), "bm": ("2", EXTENTS),
+        "bn": ("64", EXTENTS), "dtype_frag": ("T.float32", DTYPES), "pe0": ("2", EXTENTS), "pe1": ("64", EXTENTS),
+        "ii": ("i", INDICES), "jj": ("j", INDICES), "value": ("2.0", VALUES),
+    }),
+    "shared_reduce": ("""
+        @tilemlir.jit(out_idx=[-1])
+        def k(X: T.Tensor((M, {N}), {dtype_x}), Y: T.Tensor((M,), {dtype_y})):
+            with T.Kernel(M, threads={threads}) as bx:
+                s = T.alloc_shared({shared_shape}, {dtype_s})
+                x = T.alloc_fragment((1, {N}), T.float32)
+                y = T.alloc_fragment(({rn},), {dtype_r})
+                T.copy(X[bx, 0], s)
+                T.copy(s, x)
+                T.reduce_{reduce}(x, y, dim={dim})
+                for i in T.Parallel({pe0}):
+                    y[{ii}] = y[i] + {value}
+                T.copy(y, Y[bx])
+    """, {
+        "N": ("128", DIMS), "dtype_x": ("T.float16", DTYPES), "dtype_y": ("T.float32", DTYPES),
+        "threads": ("128", THREADS), "shared_shape": ("(1, 128)", SHAPES), "dtype_s": ("T.float16", DTYPES),
+        "rn": ("1", EXTENTS), "dtype_r": ("T.float32", DTYPES), "reduce": ("sum", ["max", "min", "prod", "abs"]),
+        "dim": ("1", ["0", "2", "-1", "1.0", "None", "bx"]), "pe0": ("1", EXTENTS), "ii": ("i", INDICES),
+        "value": ("1.0", VALUES),
+    }),
+    "local_loop": ("""
+        @tilemlir.jit
+        def k(X: T.Tensor(({n},), {dtype_x}), n: {dtype_n}):
+            with T.Kernel(T.ceildiv({n}, 128), threads={threads}) as bx:
+                acc = T.alloc_local({local_shape}, {dtype_l})
+                for t in T.serial({trips}):
+                    acc[{li}] = {value}
+                for i in T.Parallel({pe0}):
+                    if bx * 128 + i < n:
+                        X[bx * 128 + {ii}] = acc[{li2}] + X[bx * 128 + i]
+    """, {
+        "n": ("M", DIMS), "dtype_x": ("T.float32", DTYPES), "dtype_n": ("T.int32", DTYPES),
+        "threads": ("128", THREADS), "local_shape": ("(4,)", SHAPES), "dtype_l": ("T.float32", DTYPES),
+        "trips": ("4", EXTENTS), "li": ("t", ["t + 1", "4", "-1", "t * 2", "n", "t, t", "2.5", "bx"]),
+        "value": ("T.cast(t, T.float32)", VALUES), "pe0": ("128", EXTENTS), "ii": ("i", INDICES),
+        "li2": ("3", ["4", "-1", "i", "n", "2**40"]),
+    }),
+}
+
+
+def _mutant(rng: random.Random) -> tuple[str, str, dict]:
+    name = rng.choice(sorted(TEMPLATES))
+    source, slots = TEMPLATES[name]
+    values = {slot: default for slot, (default, _) in slots.items()}
+    for slot in rng.sample(sorted(slots), rng.choice([1, 1, 1, 2, 3])):
+        values[slot] = rng.choice(slots[slot][1])
+    text = textwrap.dedent(source).format(**values)
+    mistakes = {k: v for k, v in values.items() if v != slots[k][0]}
+    if rng.random() < 0.04:
+        text = re.sub(r"with T\.Kernel\(.*\) as bx:", "if True:\n        bx = 0", text)
+        mistakes["T.Kernel"] = "left out"
+    return name, text, mistakes
+
+
+def _compile(tmp_path, text: str, context: str) -> str:
+    """'ok' or 'error' (a CompileError located in the kernel's file); anything else fails the test."""
+    path = write_kernel_file(tmp_path, text)
+    try:
+        fn = import_kernel_file(path).k  # the decorator and the T.Tensor annotations run here
+        if fn.kind != "kernel":  # taken as a factory (T.Kernel left out)
+            fn = fn.instantiate()
+        compile_to_cuda_source(fn)
+        return "ok"
+    except CompileError as err:
+        assert_located_in(err, path, context)
+        return f"error: {err.diagnostics[0].message[:150]}"
+    except Exception as exc:  # noqa: BLE001 - any other exception type is the finding
+        pytest.fail(unexpected(exc, context))
+
+
+@pytest.mark.parametrize("seed", fuzz_seeds("dsl_mistakes", 90))
+def test_a_mistaken_kernel_compiles_or_fails_at_its_line(tmp_path, seed):
+    name, text, mistakes = _mutant(random.Random(seed))
+    outcome = _compile(tmp_path, text, f"seed {seed}, template {name}, mistakes {mistakes}\nkernel:\n{text}")
+    print(f"seed {seed} {name} {mistakes}: {outcome}")
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_every_template_compiles_unmutated(tmp_path, name):
+    source, slots = TEMPLATES[name]
+    text = textwrap.dedent(source).format(**{slot: d for slot, (d, _) in slots.items()})
+    assert _compile(tmp_path, text, text) == "ok"
+
+
+def test_a_mistake_is_caught_at_its_line(tmp_path):
+    """The fuzzer can fail: a constant index out of range is an error located in the kernel's file."""
+    source, slots = TEMPLATES["rows"]
+    values = {slot: d for slot, (d, _) in slots.items()}
+    text = textwrap.dedent(source).format(**{**values, "ii": "5"})
+    path = write_kernel_file(tmp_path, text)
+    with pytest.raises(CompileError) as info:
+        compile_to_cuda_source(import_kernel_file(path).k)
+    assert_located_in(info.value, path, text)
+    line = path.read_text().splitlines().index("            x[5, j] = x[i, j] * 2.0") + 1
+    assert (info.value.location.line, info.value.location.col) == (line, 15)
+    assert "index 5 is out of range for dim 0 of fragment buffer 'x' (2, 64)" in str(info.value)
