@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import itertools
 import os
+import subprocess
 import sys
 import textwrap
 import traceback
@@ -30,6 +32,7 @@ import pytest
 import tilemlir
 from tilemlir.diagnostics import CompileError
 
+HERE = Path(__file__).resolve().parent
 BASE_SEED = int(os.environ.get("FUZZ_SEED", "14"))
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))  # a longer campaign: FUZZ_SCALE=20
 KERNEL_HEADER = "import tilemlir\nimport tilemlir.language as T\n\nM = T.symbolic('M')\n"
@@ -108,3 +111,37 @@ def rel_err(got, want) -> float:
     want = np.asarray(want, np.float64)
     assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
+
+
+class Worker:
+    """A process running `<module>.serve()` (a loop answering one JSON case a line with one JSON reply a line),
+    restarted after it dies: a fuzz case that crashes the process fails with its seed, the next case gets a
+    fresh worker."""
+
+    def __init__(self, module: str):
+        self.module = module
+        self.process = None
+
+    def start(self):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", f"import {self.module}; {self.module}.serve()"], env=env, cwd=HERE,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def ask(self, case: dict) -> dict:
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+        self.process.stdin.write(json.dumps(case) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            status = self.process.wait(timeout=60)
+            stderr = self.process.stderr.read()[-4000:]
+            self.process = None
+            return {"outcome": f"worker died with status {status}", "stderr": stderr, "applied": []}
+        return json.loads(line)
+
+    def close(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait(timeout=60)

@@ -18,17 +18,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import traceback
-from pathlib import Path
 
 import pytest
 
-from fuzz_support import fuzz_seeds
+from fuzz_support import Worker, fuzz_seeds
 
-HERE = Path(__file__).resolve().parent
 
 
 def test_the_worker_answers_the_right_arguments_with_right_results(launch_worker):
@@ -59,38 +56,9 @@ def test_mistaken_arguments_raise_launch_error(launch_worker, seed):
 
 # --- the worker ------------------------------------------------------------------------------------------------
 
-class Worker:
-    def __init__(self):
-        self.process = None
-
-    def start(self):
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "import test_fuzz_launch_args as t; t.serve()"], env=env, cwd=HERE,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def ask(self, case: dict) -> dict:
-        if self.process is None or self.process.poll() is not None:
-            self.start()
-        self.process.stdin.write(json.dumps(case) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            status = self.process.wait(timeout=60)
-            stderr = self.process.stderr.read()[-4000:]
-            self.process = None
-            return {"outcome": f"worker died with status {status}", "stderr": stderr, "applied": []}
-        return json.loads(line)
-
-    def close(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
-
-
 @pytest.fixture(scope="module")
 def launch_worker():
-    worker = Worker()
+    worker = Worker("test_fuzz_launch_args")
     yield worker
     worker.close()
 
