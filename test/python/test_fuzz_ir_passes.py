@@ -111,7 +111,7 @@ def test_there_are_inputs_with_pass_pipelines():
     assert own["lower-tile-ops.mlir"] == ["lower-tile-ops", "lower-tile-ops"] and not own["ops.mlir"]
 
 
-@pytest.mark.parametrize("seed", fuzz_seeds("ir_passes", 150))
+@pytest.mark.parametrize("seed", fuzz_seeds("ir_passes", 100))
 def test_mutated_ir_through_the_passes_ends_in_ir_or_located_errors(tile_opt_worker, seed):
     case = _draw(seed)
     reply = tile_opt_worker.ask(case)

@@ -51,7 +51,6 @@ def test_mistaken_arguments_raise_launch_error(launch_worker, seed):
         assert reply["outcome"] == "launch_error", context
     if reply["outcome"] == "launch_error":
         assert reply["message"], context
-    print(f"seed {seed}: {kernel} {reply['applied']} -> {reply['outcome']} {reply.get('message', '')[:160]!r}")
 
 
 # --- the worker ------------------------------------------------------------------------------------------------
