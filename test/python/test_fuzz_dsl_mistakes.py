@@ -1,6 +1,7 @@
 """DSL-mistakes fuzzer (issue 14): valid kernels with one to three mistakes a user makes; each compile (the
 frontend, every pass and the CUDA emitter, where the arch's shared-memory limit is checked) succeeds or raises
-a CompileError located at a line of the kernel's own file. Never another exception type, never a crash.
+a CompileError located at a line of the kernel's own file; a quarter of those that compile go through the CPU
+backend too. Never another exception type, never a crash.
 
 A kernel is a template whose slots (dims, dtypes, grid, threads, buffer shapes, parallel extents, indices,
 values) hold valid defaults; a case (one seed, fuzz_support) replaces some slots by mistakes drawn from each
@@ -33,6 +34,8 @@ GRIDS = ["0", "-1", "2**40", "2.5", "M", "T.ceildiv(M, 0)", "bx", "4, 70000", "1
 THREADS = ["0", "1", "33", "1024", "2048", "M", "2.5", "-32", "None", "T.symbolic('t')"]
 SHAPES = ["(2**20,)", "(1, 2**20)", "(2**16, 2**16)", "(60 * 1024,)", "(0,)", "(-1, 4)", "(M, 4)", "(2.5,)",
           "()", "(4, 4, 4)"]
+
+CPU_SHARE = 0.25  # of the kernels that compile to CUDA, those compiled for the CPU backend too (LLVM: slow)
 
 # Each template is (source, {slot: (default, mistakes)}). The defaults compile.
 TEMPLATES = {
@@ -71,6 +74,42 @@ TEMPLATES = {
         "dim": ("1", ["0", "2", "-1", "1.0", "None", "bx"]), "pe0": ("1", EXTENTS), "ii": ("i", INDICES),
         "value": ("1.0", VALUES),
     }),
+    "gemm": ("""
+        @tilemlir.jit(out_idx=[-1])
+        def k(A: T.Tensor((M, {K}), {dtype_a}), B: T.Tensor(({K}, 64), {dtype_b}), C: T.Tensor((M, 64), {dtype_c})):
+            with T.Kernel(1, T.ceildiv(M, {bm}), threads={threads}) as (bx, by):
+                A_s = T.alloc_shared(({bm}, {bk}), {dtype_a})
+                B_s = T.alloc_shared(({bk}, 64), {dtype_b})
+                C_f = T.alloc_fragment(({bm}, 64), {dtype_acc})
+                T.clear(C_f)
+                for k in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={stages}):
+                    T.copy(A[by * {bm}, k * {bk}], A_s)
+                    T.copy(B[k * {bk}, 0], B_s)
+                    T.gemm(A_s, B_s, C_f{transpose})
+                T.copy(C_f, C[by * {bm}, 0])
+    """, {
+        "K": ("64", DIMS), "dtype_a": ("T.float16", DTYPES), "dtype_b": ("T.float16", DTYPES),
+        "dtype_c": ("T.float16", DTYPES), "dtype_acc": ("T.float32", DTYPES), "bm": ("32", EXTENTS),
+        "bk": ("32", EXTENTS), "threads": ("128", THREADS), "stages": ("2", ["0", "-1", "1", "9", "2.5", "M"]),
+        "transpose": ("", [", transpose_A=True", ", transpose_B=True", ", transpose_A=1.5", ", 3"]),
+    }),
+    "slices_atomics": ("""
+        @tilemlir.jit
+        def k(X: T.Tensor((M, {N}), {dtype_x}), Y: T.Tensor(({ny},), {dtype_y}), n: T.int32):
+            with T.Kernel(M, threads={threads}) as bx:
+                x = T.alloc_fragment(({fn},), {dtype_f})
+                T.fill(x, {fill})
+                T.copy(X[bx, {lo}:{hi}], x)
+                for j in T.Parallel({fn}):
+                    x[j] = T.if_then_else(j < n, T.cast(x[j], {cast_to}), {other})
+                    T.atomic_add(Y[{yi}], x[{xi}])
+    """, {
+        "N": ("64", DIMS), "dtype_x": ("T.float32", DTYPES), "ny": ("4", DIMS), "dtype_y": ("T.float32", DTYPES),
+        "threads": ("64", THREADS), "fn": ("16", EXTENTS), "dtype_f": ("T.float32", DTYPES),
+        "fill": ("0.5", VALUES), "lo": ("0", ["n", "-1", "64", "2.5", "bx", "8"]),
+        "hi": ("16", ["n", "65", "15", "2**40", "0", "bx + 16"]), "cast_to": ("T.float32", DTYPES),
+        "other": ("0.0", VALUES), "yi": ("bx % 4", INDICES + ["4", "bx"]), "xi": ("j", INDICES),
+    }),
     "local_loop": ("""
         @tilemlir.jit
         def k(X: T.Tensor(({n},), {dtype_x}), n: {dtype_n}):
@@ -105,14 +144,17 @@ def _mutant(rng: random.Random) -> tuple[str, str, dict]:
     return name, text, mistakes
 
 
-def _compile(tmp_path, text: str, context: str) -> str:
-    """'ok' or 'error' (a CompileError located in the kernel's file); anything else fails the test."""
+def _compile(tmp_path, text: str, context: str, cpu_too: bool = False) -> str:
+    """'ok' or 'error' (a CompileError located in the kernel's file); anything else fails the test.
+    `cpu_too`: a kernel that compiles to CUDA is compiled for the CPU (tile level) as well."""
     path = write_kernel_file(tmp_path, text)
     try:
         fn = import_kernel_file(path).k  # the decorator and the T.Tensor annotations run here
         if fn.kind != "kernel":  # taken as a factory (T.Kernel left out)
             fn = fn.instantiate()
         compile_to_cuda_source(fn)
+        if cpu_too:
+            tilemlir.compile(fn, target="cpu")
         return "ok"
     except CompileError as err:
         assert_located_in(err, path, context)
@@ -123,8 +165,10 @@ def _compile(tmp_path, text: str, context: str) -> str:
 
 @pytest.mark.parametrize("seed", fuzz_seeds("dsl_mistakes", 90))
 def test_a_mistaken_kernel_compiles_or_fails_at_its_line(tmp_path, seed):
-    name, text, mistakes = _mutant(random.Random(seed))
-    outcome = _compile(tmp_path, text, f"seed {seed}, template {name}, mistakes {mistakes}\nkernel:\n{text}")
+    rng = random.Random(seed)
+    name, text, mistakes = _mutant(rng)
+    cpu_too = rng.random() < CPU_SHARE
+    outcome = _compile(tmp_path, text, f"seed {seed}, template {name}, mistakes {mistakes}\nkernel:\n{text}", cpu_too)
     print(f"seed {seed} {name} {mistakes}: {outcome}")
 
 
@@ -132,7 +176,7 @@ def test_a_mistaken_kernel_compiles_or_fails_at_its_line(tmp_path, seed):
 def test_every_template_compiles_unmutated(tmp_path, name):
     source, slots = TEMPLATES[name]
     text = textwrap.dedent(source).format(**{slot: d for slot, (d, _) in slots.items()})
-    assert _compile(tmp_path, text, text) == "ok"
+    assert _compile(tmp_path, text, text, cpu_too=True) == "ok"
 
 
 def test_a_mistake_is_caught_at_its_line(tmp_path):
