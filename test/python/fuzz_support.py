@@ -46,10 +46,6 @@ def fuzz_seeds(name: str, count: int) -> list:
     return [pytest.param(first + i, id=f"seed={first + i}") for i in range(max(1, round(count * SCALE)))]
 
 
-def numpy_rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
 def write_kernel_file(directory: Path, source: str, header: str = KERNEL_HEADER) -> Path:
     """Write `header + source` to a new .py file: the frontend reads kernels from their source files."""
     path = directory / f"fuzz_kernel_{os.getpid()}_{next(_modules)}.py"

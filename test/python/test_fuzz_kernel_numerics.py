@@ -19,7 +19,7 @@ import traceback
 
 import pytest
 
-from fuzz_support import Worker, fuzz_seeds
+from fuzz_support import Worker, fuzz_seeds, poisoned, rel_err
 
 LEVEL_THREAD_SHARE = 1 / 3
 
@@ -49,13 +49,7 @@ def test_a_library_kernel_at_a_random_shape_matches_numpy(numerics_worker, seed)
 
 # --- the worker ------------------------------------------------------------------------------------------------
 
-def _rel_err(got, want, np) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "the output has NaN/inf: elements unwritten (poisoned) or wrong"
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
-
-
-def _softmax(np, ml, dtype, x):
+def _softmax(np, x):
     xd = x.astype(np.float64)
     e = np.exp(xd - xd.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
@@ -79,19 +73,18 @@ def _run_case(case: dict) -> None:
     N, rows, level, dtype = case["N"], case["rows"], case["level"], case["dtype"]
     npdt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml.bfloat16}.get(dtype)
     bf16, fp8 = ml.bfloat16, ml.float8_e4m3fn
-    nan = lambda shape, dt: np.full(shape, np.nan, dt)  # noqa: E731 - poisoned outputs
     name = case["kernel"]
     if name == "softmax":
         x = (3 * rng.standard_normal((rows, N))).astype(npdt)
-        y = nan((rows, N), npdt)
+        y = poisoned((rows, N), npdt)
         _compile(softmax.softmax, level, N=N, dtype=dtype)(x, y)
         bound = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
-        assert _rel_err(y, _softmax(np, ml, dtype, x), np) < bound
+        assert rel_err(y, _softmax(np, x)) < bound
     elif name in ("rmsnorm", "layernorm"):
         x = rng.standard_normal((rows, N)).astype(npdt)
         w = (1 + 0.1 * rng.standard_normal(N)).astype(npdt)
         xd, wd = x.astype(np.float64), w.astype(np.float64)
-        y = nan((rows, N), npdt)
+        y = poisoned((rows, N), npdt)
         if name == "rmsnorm":
             _compile(norm.rmsnorm, level, N=N, dtype=dtype)(x, w, y, 1e-6)
             want = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * wd
@@ -100,10 +93,10 @@ def _run_case(case: dict) -> None:
             _compile(norm.layernorm, level, N=N, dtype=dtype)(x, w, b, y, 1e-5)
             mean = xd.mean(1, keepdims=True)
             want = (xd - mean) / np.sqrt(((xd - mean) ** 2).mean(1, keepdims=True) + 1e-5) * wd + b
-        assert _rel_err(y, want, np) < {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+        assert rel_err(y, want) < {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
     elif name == "quant_row_fp8":
         x = (rng.standard_normal((rows, N)) * rng.uniform(0.01, 100, (rows, 1))).astype(npdt)
-        q, s = nan((rows, N), fp8), nan(rows, np.float32)
+        q, s = poisoned((rows, N), fp8), poisoned(rows, np.float32)
         _compile(quant.quant_row_fp8, level, N=N, dtype=dtype)(x, q, s)
         xf = x.astype(np.float32)
         want_s = np.abs(xf).max(1) * np.float32(1 / 448.0)
@@ -112,7 +105,7 @@ def _run_case(case: dict) -> None:
     elif name == "quant_block_fp8":
         groups = -(-N // 128)
         x = (rng.standard_normal((rows, N)) * 5).astype(npdt)
-        q, s = nan((rows, N), fp8), nan((rows, groups), np.float32)
+        q, s = poisoned((rows, N), fp8), poisoned((rows, groups), np.float32)
         _compile(quant.quant_block_fp8, level, N=N, dtype=dtype)(x, q, s)
         xf = x.astype(np.float32)
         for g in range(groups):
@@ -125,25 +118,25 @@ def _run_case(case: dict) -> None:
         n = rows * N
         x = (rng.standard_normal(n) * 50).astype(npdt)
         dst = fp8 if name == "cast_to_fp8" else bf16
-        y = nan(n, dst)
+        y = poisoned(n, dst)
         _compile(elementwise.cast, level, src=dtype, dst="float8_e4m3" if dst is fp8 else "bfloat16")(x, y)
         assert np.array_equal(y.view(np.uint8), x.astype(np.float32).astype(dst).view(np.uint8))
     elif name in ("add", "mul"):
         n = rows * N
         a, b = (rng.standard_normal(n).astype(npdt) for _ in range(2))
-        c = nan(n, npdt)
+        c = poisoned(n, npdt)
         _compile(getattr(elementwise, name), level, dtype=dtype)(a, b, c)
         af, bf = a.astype(np.float32), b.astype(np.float32)
         want = (af + bf) if name == "add" else (af * bf)
         assert np.array_equal(c.astype(np.float32), want.astype(npdt).astype(np.float32))
     elif name in ("row_sum", "row_max"):
         x = rng.standard_normal((rows, N)).astype(np.float32)
-        y = nan(rows, np.float32)
+        y = poisoned(rows, np.float32)
         _compile(getattr(reduce, name), level, N=N)(x, y)
         if name == "row_max":
             assert np.array_equal(y, x.max(1))
         else:
-            assert _rel_err(y, x.astype(np.float64).sum(1), np) < 1e-5
+            assert rel_err(y, x.astype(np.float64).sum(1)) < 1e-5
     else:
         raise AssertionError(f"no case {name}")
 
