@@ -4,9 +4,9 @@ Every fuzz case is a function of one integer seed: `fuzz_seeds(name, count)`
 derives the seeds of a test from the base seed (`FUZZ_SEED`, default 14) and
 the test's name, and each case draws from `random.Random(seed)` (or numpy's
 generator of the same seed) only. A failing case's pytest id names its seed
-(`[seed=1234567]`), so it reproduces on its own:
+(`[seed=1234567]`; `-k 1234567` selects it), so it reproduces on its own:
 
-    FUZZ_SEED=14 .venv/bin/python -m pytest -q -p no:cacheprovider test/python/test_fuzz_x.py -k 'seed=1234567'
+    FUZZ_SEED=14 .venv/bin/python -m pytest -q -p no:cacheprovider test/python/test_fuzz_x.py -k 1234567
 
 `FUZZ_SEED=<other>` runs a different, equally deterministic, campaign of the
 same size; the sizes are fixed, so the time a fuzzer takes is bounded.

@@ -1,7 +1,9 @@
 """DSL-mistakes fuzzer (issue 14): valid kernels with one to three mistakes a user makes; each compile (the
 frontend, every pass and the CUDA emitter, where the arch's shared-memory limit is checked) succeeds or raises
-a CompileError located at a line of the kernel's own file; a quarter of those that compile go through the CPU
-backend too. Never another exception type, never a crash.
+a CompileError located at a line of the kernel's own file. A quarter of those that compile also run on the CPU
+backend at tile and at thread level on the same fresh inputs: each run returns or raises a TilemlirError (an
+out-of-range or never-written access is a SimulationError), and where both return, they agree. Never another
+exception type, never a crash.
 
 A kernel is a template whose slots (dims, dtypes, grid, threads, buffer shapes, parallel extents, indices,
 values) hold valid defaults; a case (one seed, fuzz_support) replaces some slots by mistakes drawn from each
@@ -12,16 +14,19 @@ valid (every name a mistake uses exists), so an exception is the compiler's.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import textwrap
 
+import numpy as np
 import pytest
 
 import tilemlir
 from fuzz_support import (assert_located_in, compile_to_cuda_source, fuzz_seeds, import_kernel_file, unexpected,
                           write_kernel_file)
-from tilemlir.diagnostics import CompileError
+from tilemlir.backends.cpu.kernel import NUMPY_DTYPES
+from tilemlir.diagnostics import CompileError, TilemlirError
 
 DTYPES = ['"flaot32"', '"float64"', "T.int8", "T.bool", '"bool"', "T.float16", "T.bfloat16", "T.int32", "3",
           "None", '"e4m3"', "T.float8_e4m3", "T.float64", "T.uint8", '"uint8"', "T.uint32"]
@@ -35,7 +40,8 @@ THREADS = ["0", "1", "33", "1024", "2048", "M", "2.5", "-32", "None", "T.symboli
 SHAPES = ["(2**20,)", "(1, 2**20)", "(2**16, 2**16)", "(60 * 1024,)", "(0,)", "(-1, 4)", "(M, 4)", "(2.5,)",
           "()", "(4, 4, 4)"]
 
-CPU_SHARE = 0.25  # of the kernels that compile to CUDA, those compiled for the CPU backend too (LLVM: slow)
+MAX_RUN_ELEMENTS = 1 << 20  # a tensor of a kernel run on the CPU (a mistaken dim can be 2**31)
+CPU_SHARE = 0.25  # of the kernels that compile to CUDA, those also run on the CPU at both levels (LLVM: slow)
 
 # Each template is (source, {slot: (default, mistakes)}). The defaults compile.
 TEMPLATES = {
@@ -144,17 +150,19 @@ def _mutant(rng: random.Random) -> tuple[str, str, dict]:
     return name, text, mistakes
 
 
-def _compile(tmp_path, text: str, context: str, cpu_too: bool = False) -> str:
-    """'ok' or 'error' (a CompileError located in the kernel's file); anything else fails the test.
-    `cpu_too`: a kernel that compiles to CUDA is compiled for the CPU (tile level) as well."""
+def _compile(tmp_path, text: str, context: str, cpu_rng: random.Random | None = None) -> str:
+    """'ok', 'error: ...' (a CompileError located in the kernel's file) or 'ran: ...'; anything else fails the
+    test. With `cpu_rng`, a kernel that compiles to CUDA is compiled for the CPU at both levels and run on
+    inputs drawn from it."""
     path = write_kernel_file(tmp_path, text)
     try:
         fn = import_kernel_file(path).k  # the decorator and the T.Tensor annotations run here
         if fn.kind != "kernel":  # taken as a factory (T.Kernel left out)
             fn = fn.instantiate()
         compile_to_cuda_source(fn)
-        if cpu_too:
-            tilemlir.compile(fn, target="cpu")
+        if cpu_rng is not None:
+            levels = [tilemlir.compile(fn, target="cpu", level=level) for level in ("tile", "thread")]
+            return _run_both_levels(levels, cpu_rng, context)
         return "ok"
     except CompileError as err:
         assert_located_in(err, path, context)
@@ -163,12 +171,60 @@ def _compile(tmp_path, text: str, context: str, cpu_too: bool = False) -> str:
         pytest.fail(unexpected(exc, context))
 
 
+def _arguments(info, rng: random.Random) -> list:
+    symbols = {s.name: rng.randint(1, 300) for s in info.symbols}
+    args = []
+    for index, p in enumerate(info.params):
+        shape = tuple(symbols[d] if isinstance(d, str) else d for d in p.shape)
+        if math.prod(shape) > MAX_RUN_ELEMENTS:  # outputs the runtime allocates included
+            return None
+        if index in info.out_idx:
+            continue
+        dtype = NUMPY_DTYPES[p.dtype]
+        if not p.is_tensor:
+            args.append(rng.randint(0, 300) if np.dtype(dtype).kind in "iub" else rng.uniform(-2, 2))
+            continue
+        values = np.random.default_rng(rng.getrandbits(32)).standard_normal(shape) * 4
+        args.append(values.astype(dtype) if np.dtype(dtype).kind != "b" else values > 0)
+    return args
+
+
+def _run_both_levels(levels, rng: random.Random, context: str) -> str:
+    """Run the kernel at tile and at thread level on the same fresh inputs: each returns or raises a
+    TilemlirError (a LaunchError, a SimulationError naming the access), and where both return, they agree."""
+    args = _arguments(levels[0].info, rng)
+    if args is None:
+        return "ok (too large to run here)"
+    results = []
+    for kernel in levels:
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            out = kernel(*copies)
+        except TilemlirError as err:
+            results.append(f"{type(err).__name__}: {str(err)[:200]}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - any other exception type is the finding
+            pytest.fail(unexpected(exc, f"{context}\nrunning at {kernel.artifact.level} level"))
+        outs = out if isinstance(out, tuple) else () if out is None else (out,)
+        results.append([np.asarray(a, np.float64) for a in (*copies, *outs) if isinstance(a, np.ndarray)])
+    tile, thread = results
+    if isinstance(tile, list) and isinstance(thread, list):
+        for got_tile, got_thread in zip(tile, thread):
+            finite = np.isfinite(got_tile)
+            assert np.array_equal(got_tile[~finite], got_thread[~finite], equal_nan=True) and \
+                np.isfinite(got_thread[finite]).all(), f"NaN or inf elements differ by level\n{context}"
+            scale = max(float(np.abs(got_tile[finite]).max(initial=0)), 1.0)
+            assert np.allclose(got_tile[finite], got_thread[finite], rtol=1e-2, atol=1e-2 * scale), \
+                f"the tile and thread levels disagree\n{context}"
+    return f"ran: {'ok' if isinstance(tile, list) else tile} / {'ok' if isinstance(thread, list) else thread}"
+
+
 @pytest.mark.parametrize("seed", fuzz_seeds("dsl_mistakes", 90))
 def test_a_mistaken_kernel_compiles_or_fails_at_its_line(tmp_path, seed):
     rng = random.Random(seed)
     name, text, mistakes = _mutant(rng)
-    cpu_too = rng.random() < CPU_SHARE
-    outcome = _compile(tmp_path, text, f"seed {seed}, template {name}, mistakes {mistakes}\nkernel:\n{text}", cpu_too)
+    cpu_rng = rng if rng.random() < CPU_SHARE else None
+    outcome = _compile(tmp_path, text, f"seed {seed}, template {name}, mistakes {mistakes}\nkernel:\n{text}", cpu_rng)
     print(f"seed {seed} {name} {mistakes}: {outcome}")
 
 
@@ -176,7 +232,7 @@ def test_a_mistaken_kernel_compiles_or_fails_at_its_line(tmp_path, seed):
 def test_every_template_compiles_unmutated(tmp_path, name):
     source, slots = TEMPLATES[name]
     text = textwrap.dedent(source).format(**{slot: d for slot, (d, _) in slots.items()})
-    assert _compile(tmp_path, text, text, cpu_too=True) == "ok"
+    assert _compile(tmp_path, text, text, random.Random(name)) == "ran: ok / ok"
 
 
 def test_a_mistake_is_caught_at_its_line(tmp_path):
