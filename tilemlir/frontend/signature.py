@@ -18,7 +18,6 @@ from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import INDEX, mlir_type
 from tilemlir.frontend.values import GLOBAL, Buffer, Scalar
 from tilemlir.mlir import arith, func, ir, memref
-from tilemlir.runtime.dtypes import DTYPES
 
 
 @dataclass
@@ -66,16 +65,12 @@ class SignatureMixin:
             if isinstance(annotation, T.Tensor):
                 return Param(arg.arg, arg, annotation, annotation.dtype)
             try:
-                dtype = T.dtype(annotation)
+                return Param(arg.arg, arg, None, T.dtype(annotation))
             except ValueError as exc:
                 raise KernelError(
                     f"parameter '{arg.arg}' must be annotated with T.Tensor(shape, dtype) or a dtype: {exc}",
                     arg.annotation,
                 ) from None
-            if DTYPES[dtype.name].scalar_ctype is None:
-                raise KernelError(f"scalar parameter '{arg.arg}' cannot be {dtype.name}: a kernel argument has no "
-                                  f"{dtype.name} type; pass it as float32 and convert with T.cast", arg.annotation)
-            return Param(arg.arg, arg, None, dtype)
 
     def annotation_value(self, arg: ast.arg):
         """The evaluated annotation: Python already evaluated it at `def` time in the enclosing scope
