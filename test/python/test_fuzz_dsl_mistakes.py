@@ -167,6 +167,8 @@ def _compile(tmp_path, text: str, context: str, cpu_rng: random.Random | None = 
     except CompileError as err:
         assert_located_in(err, path, context)
         return f"error: {err.diagnostics[0].message[:150]}"
+    except AssertionError:  # the levels disagreed (_run_both_levels)
+        raise
     except Exception as exc:  # noqa: BLE001 - any other exception type is the finding
         pytest.fail(unexpected(exc, context))
 
