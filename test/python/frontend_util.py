@@ -64,3 +64,15 @@ def frontend_error(directory: Path, source: str, name: str = "k") -> CompileErro
 
 def message(err: CompileError) -> str:
     return err.diagnostics[0].message
+
+
+def compile_error(directory: Path, source: str, name: str = "k", **options) -> CompileError:
+    """Compile kernel `name` of the snippet with `options`, expect a CompileError at the `@@` marker, and
+    return it."""
+    clean, line, col = marked(source)
+    module = load_module(directory, clean)
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(getattr(module, name), **options)
+    loc = info.value.location
+    assert loc is not None and (loc.file, loc.line, loc.col) == (module.__file__, line, col), str(info.value)
+    return info.value

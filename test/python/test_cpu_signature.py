@@ -7,6 +7,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
+from frontend_util import compile_error, message
 from tilemlir.backends.cpu import build
 from tilemlir.backends.cpu.signature import signature_from_info, signature_from_ir, written_params
 from tilemlir.context import make_context
@@ -195,3 +196,19 @@ def test_cpu_kernel_rejects_read_only_arrays_it_writes_and_reads_read_only_input
     out = np.full(70, np.nan, np.float32)
     kernel(read_only, read_only, out)
     assert np.array_equal(out, 2 * a)
+
+
+FP8_SCALAR_KERNEL = """
+    @tilemlir.jit
+    def k(X: T.Tensor((M,), T.float32), @@n: {dtype}):
+        with T.Kernel(M, threads=128) as bx:
+            X[bx] = 1.0
+"""
+
+
+@pytest.mark.parametrize("dtype, name", [("T.float8_e4m3", "float8_e4m3"), ('"float8_e5m2"', "float8_e5m2")])
+def test_an_fp8_scalar_parameter_is_an_error_at_the_parameter(tmp_path, dtype, name):
+    """Found by test_fuzz_dsl_mistakes: a SignatureError escaped the CPU backend, without a location."""
+    assert message(compile_error(tmp_path, FP8_SCALAR_KERNEL.format(dtype=dtype), target="cpu")) == (
+        f"scalar parameter 'n' cannot be {name}: a kernel argument has no {name} type; pass it as float32 and "
+        "convert with T.cast")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from frontend_util import compile_error, message
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError
 from tilemlir.emit_cuda import emit
@@ -872,3 +873,20 @@ def test_min_blocks_becomes_the_second_launch_bound():
     assert 'extern "C" __global__ void __launch_bounds__(128, 4) rows(' in emitted.source
     ptx = compiles(emitted)
     assert ".maxntid 128, 1, 1" in ptx and ".minnctapersm 4" in ptx
+
+
+FP8_SCALAR_KERNEL = """
+    @tilemlir.jit
+    def k(X: T.Tensor((M,), T.float32), @@n: {dtype}):
+        with T.Kernel(M, threads=128) as bx:
+            X[bx] = 1.0
+"""
+
+
+@pytest.mark.parametrize("dtype, name", [("T.float8_e4m3", "float8_e4m3"), ('"float8_e5m2"', "float8_e5m2")])
+def test_an_fp8_scalar_parameter_is_an_error_at_the_parameter(tmp_path, dtype, name):
+    """Found by test_fuzz_dsl_mistakes: the emitter's 'the kernel signature of k is invalid' had no location."""
+    source = FP8_SCALAR_KERNEL.format(dtype=dtype)
+    assert message(compile_error(tmp_path, source, target="cuda")) == (
+        f"scalar parameter 'n' cannot be {name}: a kernel argument has no {name} type; pass it as float32 and "
+        "convert with T.cast")

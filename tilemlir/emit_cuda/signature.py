@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Collection
 
-from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics.reporting import error
 from tilemlir.emit_cuda import irutil
 from tilemlir.emit_cuda.ctype import UnsupportedType, byte_size, dtype_name, vector_alignment
 from tilemlir.emit_cuda.kernel import KernelIR
 from tilemlir.emit_cuda.pyexpr import GridTranslator
 from tilemlir.mlir import ir
-from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureError, TensorParam
+from tilemlir.runtime.dtypes import DTYPES
+from tilemlir.runtime.signature import (KernelSignature, ScalarParam, SignatureError, TensorParam,
+                                        scalar_dtype_message)
 
 
 def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: int,
@@ -25,6 +26,8 @@ def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: 
     for arg, param, dims, declared in zip(kernel.args, kernel.arg_names, kernel.arg_dims, recorded):
         dtype = _dtype(kernel, arg, index_bits, declared)
         if dims is None:
+            if DTYPES[dtype].scalar_ctype is None:
+                raise error(arg.location, scalar_dtype_message(param, dtype))
             params.append(ScalarParam(param, dtype))
         else:
             itemsize = byte_size(arg.type.element_type)
@@ -43,7 +46,7 @@ def build_signature(kernel: KernelIR, name: str, shared_bytes: int, index_bits: 
             index_bits=index_bits,
         )
     except SignatureError as exc:
-        raise CompileError(f"the kernel signature of {kernel.name} is invalid: {exc}") from None
+        raise error(kernel.func, f"the kernel signature of {kernel.name} is invalid: {exc}") from None
 
 
 def _dtype(kernel: KernelIR, arg: ir.Value, index_bits: int, declared: str | None) -> str:

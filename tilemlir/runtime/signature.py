@@ -239,6 +239,12 @@ def _validate(sig: KernelSignature) -> None:
         raise SignatureError(f"{where}: index_bits must be 32 or 64, got {sig.index_bits!r}")
 
 
+def scalar_dtype_message(name: str, dtype: str) -> str:
+    """Why scalar parameter `name` cannot have `dtype` (one without a C type a kernel argument could have)."""
+    return (f"scalar parameter '{name}' cannot be {dtype}: a kernel argument has no {dtype} type; pass it as "
+            f"float32 and convert with T.cast")
+
+
 def _validate_param(where: str, p: Param, symbols: tuple[str, ...]) -> None:
     if p.dtype not in DTYPES:
         raise SignatureError(f"{where}: param {p.name!r} has unknown dtype {p.dtype!r} (known: {', '.join(DTYPES)})")

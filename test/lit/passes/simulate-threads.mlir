@@ -97,3 +97,25 @@ func.func @k(%X: memref<?xf32>, %Y: memref<?xf32>) attributes {tile.arg_names = 
   }
   return
 }
+
+// A memref argument in an on-chip space (thread-level IR may have one) loses the space in the signature as
+// well as in the body, so the output verifies (found by test_fuzz_ir_passes: the block argument and the
+// function type disagreed).
+// CHECK-LABEL: func.func @local_argument(
+// CHECK-SAME: %{{.+}}: memref<?xf32>, %{{.+}}: memref<8xindex>, %{{.+}}: memref<8xi64>)
+// CHECK-NOT: "local"
+// CHECK: return
+func.func @local_argument(%X: memref<?xf32>, %cols: memref<8xindex, "local">) attributes {tile.entry, tile.arg_names = ["X", "cols"], tile.arg_dims = [["M"], [8]], tile.symbols = ["M"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %col = memref.load %cols[%tx] : memref<8xindex, "local">
+    %v = arith.index_cast %col : index to i32
+    %f = arith.sitofp %v : i32 to f32
+    memref.store %f, %X[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}

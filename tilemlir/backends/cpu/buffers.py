@@ -61,8 +61,9 @@ def without_memory_space(type_: ir.MemRefType) -> ir.MemRefType:
     return ir.MemRefType.get(list(type_.shape), type_.element_type, layout=type_.layout)
 
 
-def erase_memory_spaces(root: ir.Operation) -> None:
-    """Retype every memref value under `root` that names a memory space to the default space."""
+def erase_memory_spaces(function: ir.Operation) -> None:
+    """Retype every memref value of `function` that names a memory space to the default space, its arguments
+    (an argument of thread-level IR may be a "local" or "shared" memref) in its signature too."""
 
     def retype(value: ir.Value) -> None:
         type_ = value.type
@@ -78,4 +79,7 @@ def erase_memory_spaces(root: ir.Operation) -> None:
                     retype(arg)
         return ir.WalkResult.ADVANCE
 
-    root.walk(visit)
+    function.walk(visit)
+    inputs = [arg.type for arg in function.regions[0].blocks[0].arguments]
+    results = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value).results
+    function.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))

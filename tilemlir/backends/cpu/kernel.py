@@ -18,8 +18,8 @@ import ml_dtypes
 import numpy as np
 
 from tilemlir.backends.cpu.native import NativeFunction
-from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
-                                             written_params)
+from tilemlir.backends.cpu.signature import (entry_function, located_signature_error, signature_from_info,
+                                             signature_from_ir, written_params)
 from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
 from tilemlir.diagnostics import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
@@ -28,7 +28,7 @@ from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
 from tilemlir.passes.cpu_simulate_threads import DEFAULT_OPTIONS, SimulateOptions
 from tilemlir.runtime.arrays import describe_host
 from tilemlir.runtime.checks import HOST, ArgumentBinder
-from tilemlir.runtime.signature import KernelSignature, TensorParam
+from tilemlir.runtime.signature import KernelSignature, SignatureError, TensorParam
 
 LEVELS = ("tile", "thread")
 NUMPY_DTYPES = {
@@ -78,10 +78,13 @@ def _ascii_entry_name(function) -> str:
 def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSignature:
     if isinstance(info, KernelSignature):
         return info
-    if isinstance(info, KernelInfo):
-        return signature_from_info(info, written_params(module))
-    if info is None:
-        return signature_from_ir(module, out_idx)
+    try:
+        if isinstance(info, KernelInfo):
+            return signature_from_info(info, written_params(module))
+        if info is None:
+            return signature_from_ir(module, out_idx)
+    except SignatureError as exc:
+        raise located_signature_error(module, exc) from None
     raise TypeError(f"signature_info must be a KernelSignature, a KernelInfo or None, got {type(info).__name__}")
 
 

@@ -21,7 +21,8 @@ from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import entry_attributes_problem
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import func, ir
-from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+from tilemlir.runtime.dtypes import DTYPES
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, SignatureError, TensorParam, scalar_dtype_message
 
 DTYPE_NAMES = {
     "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "index": "int64",
@@ -104,6 +105,17 @@ def signature_from_info(info: KernelInfo, written: Collection[str] | None = None
         assumes=tuple(info.assumes),
         out_idx=tuple(info.out_idx),
     )
+
+
+def located_signature_error(module: ir.Module, exc: SignatureError) -> CompileError:
+    """`exc` as an error at the kernel's source: at the scalar parameter whose dtype no kernel argument can
+    have, else at the function."""
+    function = entry_function(module)
+    for arg, name in zip(function.regions[0].blocks[0].arguments, _arg_names(function)):
+        dtype = DTYPE_NAMES.get(str(arg.type))
+        if dtype is not None and DTYPES[dtype].scalar_ctype is None:
+            return error(arg.location, scalar_dtype_message(name, dtype))
+    return error(function, f"the kernel signature of {function.sym_name.value} is invalid: {exc}")
 
 
 def _arg_names(function: func.FuncOp) -> list[str]:
