@@ -164,7 +164,7 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> Compile
 
 
 def _compile_cpu(module: ir.Module, info: KernelInfo, options: dict) -> CompiledArtifact:
-    from tilemlir.backends.cpu import build
+    from tilemlir.backends.cpu.kernel import build
 
     level = options.get("level", "tile")
     if level not in CPU_LEVELS:

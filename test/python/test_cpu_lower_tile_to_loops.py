@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tilemlir.backends.cpu import build
+from tilemlir.backends.cpu.kernel import build
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError, LaunchError
 from tilemlir.mlir import ir

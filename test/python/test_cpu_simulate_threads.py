@@ -9,7 +9,8 @@ numbers.
 import numpy as np
 import pytest
 
-from tilemlir.backends.cpu import SimulateOptions, SimulationError, build
+from tilemlir.backends.cpu.kernel import SimulationError, build
+from tilemlir.backends.cpu.simulate_threads import SimulateOptions
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import arith, ir

@@ -26,13 +26,7 @@ FLOORS = [
     ("rewriting", ["tilemlir.rewriting"]),
     ("pass infrastructure", ["tilemlir.pass_infra"]),
     ("passes", ["tilemlir.passes"]),
-    # The CPU backend's own passes still live in passes/ and import the backend; they move into
-    # backends/cpu (issue 15), so they stand on the backends' floor.
-    ("frontend, emitters, backends", ["tilemlir.frontend", "tilemlir.emit_cuda", "tilemlir.backends",
-                                      "tilemlir.passes.cpu_expand_narrow_floats",
-                                      "tilemlir.passes.cpu_lower_tile_to_loops",
-                                      "tilemlir.passes.cpu_simulate_threads",
-                                      "tilemlir.passes.cpu_fuse_fma"]),
+    ("frontend, emitters, backends", ["tilemlir.frontend", "tilemlir.emit_cuda", "tilemlir.backends"]),
     ("driver", ["tilemlir.pipeline", "tilemlir.driver", "tilemlir.tools"]),
     ("api", ["tilemlir.api", "tilemlir.source_cache"]),
     # Programs on top of the api: `python -m tilemlir.frontend FILE` finds a file's jit functions.

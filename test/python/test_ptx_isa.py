@@ -398,3 +398,15 @@ def test_cp_async_rejects_what_the_isa_forbids(kwargs, problem):
 def test_wait_group_needs_a_non_negative_count():
     with pytest.raises(PtxError, match="non-negative integer constant, got -1"):
         AsyncCopies().wait(0, -1)
+
+
+def test_the_isa_model_loads_without_mlir():
+    """benchmarks/mma_ceiling.py runs it on the GPU machine, which has no MLIR: the CPU backend's
+    package face must not import its MLIR-using modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom tilemlir.backends.cpu.simulate import ptx_isa\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('torch_mlir', 'tilemlir.mlir', 'llvmlite'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -31,7 +31,7 @@ import llvmlite.binding as llvm
 import ml_dtypes
 import numpy as np
 
-from tilemlir.backends.cpu import loop_hints
+from tilemlir.backends.cpu import expand_narrow_floats, fuse_fma, loop_hints
 from tilemlir.backends.cpu.ir_builders import CMPF, constant
 from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import MLIRError, PassManager, arith, ir, llvm as llvm_dialect, memref, translate_module_to_llvmir
@@ -67,14 +67,12 @@ _initialized = False
 
 def to_llvm_ir(module: ir.Module) -> str:
     """Lower `module` (in place) to the LLVM dialect and translate it to LLVM IR text."""
-    from tilemlir.passes import cpu_expand_narrow_floats, cpu_fuse_fma
-
     with module.context:
-        cpu_fuse_fma.run(module.operation, None)
+        fuse_fma.run(module.operation, None)
         _run(module, _BEFORE_CASTS)
         _expand_isinf(module)
         _scalarize_bool_vectors(module)
-        cpu_expand_narrow_floats.run(module.operation, None)
+        expand_narrow_floats.run(module.operation, None)
         _run(module, _AFTER_CASTS)
         _check_fully_lowered(module)
         _keep_out_of_line(module)

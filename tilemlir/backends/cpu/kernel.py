@@ -17,15 +17,15 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from tilemlir.backends.cpu import lower_tile_to_loops, simulate_threads
 from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, signature_from_info, signature_from_ir,
                                              written_params)
 from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
+from tilemlir.backends.cpu.simulate_threads import DEFAULT_OPTIONS, SimulateOptions
 from tilemlir.diagnostics import CompileError, TilemlirError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
-from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
-from tilemlir.passes.cpu_simulate_threads import DEFAULT_OPTIONS, SimulateOptions
 from tilemlir.runtime.arrays import describe_host
 from tilemlir.runtime.checks import HOST, ArgumentBinder
 from tilemlir.runtime.signature import KernelSignature, TensorParam
@@ -77,9 +77,9 @@ def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSigna
 
 def _lower(module: ir.Module, level: str, simulate: SimulateOptions) -> None:
     if level == "tile":
-        cpu_lower_tile_to_loops.run(module.operation, None)
+        lower_tile_to_loops.run(module.operation, None)
     else:
-        cpu_simulate_threads.run(module.operation, simulate)
+        simulate_threads.run(module.operation, simulate)
     try:
         module.operation.verify()
     except ir.MLIRError as exc:
