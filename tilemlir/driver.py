@@ -56,12 +56,17 @@ class _Dumper:
         self.count += 1
 
 
-def run_stages(module: ir.Module, until: str) -> tuple[dict[str, str], dict[str, float]]:
-    """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds."""
+def _dumper(module: ir.Module) -> _Dumper:
+    name = ir.StringAttr(entry_function(module, "the compiler driver").attributes["sym_name"]).value
+    return _Dumper(config.settings().dump_dir, name)
+
+
+def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None) -> tuple[dict[str, str], dict[str, float]]:
+    """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds.
+    `dumper` continues the numbering of a dump begun by the caller."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
-    name = ir.StringAttr(entry_function(module, "the compiler driver").attributes["sym_name"]).value
-    dumper = _Dumper(config.settings().dump_dir, name)
+    dumper = dumper or _dumper(module)
     dumper.after_pass("frontend", module.operation)
     texts: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -170,8 +175,9 @@ def _compile_cpu(module: ir.Module, info: KernelInfo, options: dict) -> Compiled
     if level not in CPU_LEVELS:
         raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {level!r}")
     until = "frontend" if level == "tile" else "final"
-    stage_ir, seconds = run_stages(module, until)
+    dumper = _dumper(module)
+    stage_ir, seconds = run_stages(module, until, dumper)
     start = time.perf_counter()
-    kernel = build(module, info, level=level)
+    kernel = build(module, info, level=level, after_pass=dumper.after_pass)
     seconds["llvm"] = time.perf_counter() - start
     return CompiledArtifact(kernel, stage_ir, seconds)

@@ -10,7 +10,7 @@ import numpy as np
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.backends.cpu.loop_hints import keep_min_max_loops_scalar
+from tilemlir.backends.cpu import keep_min_max_loops_scalar
 from tilemlir.context import make_context
 from tilemlir.mlir import ir
 
@@ -58,7 +58,7 @@ def test_only_the_loops_computing_a_float_max_or_min_are_kept_scalar():
     unrolled) are marked; the sum loop is left to the vectorizer."""
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(LOOPS)
-        keep_min_max_loops_scalar(module)
+        keep_min_max_loops_scalar.run(module.operation, None)
         marked = {}
         for block in module.body.operations[0].regions[0].blocks:
             terminator = list(block.operations)[-1]
