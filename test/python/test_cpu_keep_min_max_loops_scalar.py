@@ -81,7 +81,7 @@ def add_rows(N):
 
 def test_loops_without_a_max_or_min_are_still_vectorized(rng):
     kernel = tilemlir.compile(add_rows.instantiate(N=1024), target="cpu", level="tile")
-    optimized = kernel.artifact.kernel._function._jit.optimized_ir
+    optimized = kernel.compiled._function._jit.optimized_ir
     assert re.search(r"fadd <\d+ x float>", optimized)
     a, b = rng.standard_normal((2, 1024)).astype(np.float32)
     assert np.array_equal(kernel(a, b), a + b)

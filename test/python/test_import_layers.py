@@ -18,7 +18,7 @@ ROOT = Path(tilemlir.__file__).parent
 # floor and the floors below.
 FLOORS = [
     ("base", ["tilemlir.diagnostics", "tilemlir.config", "tilemlir.hardware", "tilemlir.python_ast",
-              "tilemlir.language"]),
+              "tilemlir.language", "tilemlir.options"]),
     ("runtime", ["tilemlir.runtime", "tilemlir.testing"]),
     ("bindings", ["tilemlir.mlir"]),
     ("ir", ["tilemlir.diagnostics.reporting", "tilemlir.ir_util", "tilemlir.dialects", "tilemlir.context"]),

@@ -155,7 +155,7 @@ def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
     """A thread whose chunks lie inside n runs straight-line 16-byte accesses: no bounds
     check is left to make each guarded 16-bit load wait for the previous one. (eliminate-guards
     range-versions each copy's loop on its last chunk; the versions' ifs merge into one.)"""
-    lines = factory(**options).artifact.cuda_source().splitlines()
+    lines = factory(**options).cuda_source().splitlines()
     branches = [i for i, line in enumerate(lines) if line.startswith("  if (")]  # in the body, outside loops
     assert branches, "no bounds branch around the copies' loops"
     start = branches[0]
@@ -213,7 +213,7 @@ def test_tuned_rows_apply_only_where_measured_and_only_to_defaults():
     assert tuned("layernorm", 7168, "float16", None, None, 2) == (2, None)
     assert tuned("layernorm", 7168, "bfloat16", 2, None, 2) == (2, 4)  # the caller's max_chunks wins
     assert tuned("layernorm", 7168, "bfloat16", None, 1, 2) == (8, 1)  # and its min_blocks
-    source = norm.layernorm(N=7168).artifact.cuda_source()
+    source = norm.layernorm(N=7168).cuda_source()
     assert 'void __launch_bounds__(128, 4) layernorm_kernel(' in source
 
 
@@ -235,9 +235,9 @@ def test_narrow_row_layout_splits_a_row_evenly_over_a_warp():
 def test_residual_layernorm_alone_is_built_with_fast_math():
     """Measured per kernel (norm.py): fast math helps residual LayerNorm, slows plain LayerNorm."""
     fast = norm.add_layernorm(N=576)
-    assert fast.artifact.options.fast_math and "rsqrtf(" in fast.cuda_source()
+    assert fast.compiled.options.fast_math and "rsqrtf(" in fast.cuda_source()
     plain = norm.layernorm(N=576)
-    assert not plain.artifact.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
+    assert not plain.compiled.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
 
 
 def test_row_config_spreads_rows_by_width():
