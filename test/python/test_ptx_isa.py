@@ -11,6 +11,7 @@ import pytest
 
 from tilemlir.backends.cpu.simulate import ptx_isa as isa
 from tilemlir.backends.cpu.simulate.ptx_isa import AsyncCopies, AsyncCopyRace, Mma, PtxError
+from tilemlir.testing import relative_error
 
 MMAS = [f"mma.sync.aligned.{shape}.row.col.{types}" for shape in ("m16n8k16", "m16n8k8")
         for types in ("f32.f16.f16.f32", "f32.bf16.bf16.f32", "f16.f16.f16.f16")]
@@ -28,10 +29,6 @@ def run_mma(inst: Mma, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
                      isa.fragment_registers(inst.fragment("b"), b, inst.btype),
                      isa.fragment_registers(inst.fragment("c"), c, inst.ctype))
     return isa.fragment_matrix(inst.fragment("c"), d, inst.dtype).astype(np.float64)
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 # -- mma.sync ----------------------------------------------------------------------------------
