@@ -1,6 +1,6 @@
 """Test helpers shared between test files (test files do not import each other): hand-written kernel
 modules, the CUDA emitter run on them or on a jit function through the whole pipeline, and NVRTC
-compiles of the result (no GPU needed)."""
+compiles of the result (no GPU needed); a hand-written CUDA kernel and its signature; the examples."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from tilemlir.context import make_context
 from tilemlir.emit_cuda import emit
 from tilemlir.mlir import ir
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 ROWS = 64  # the static column count of the helper kernels
 
@@ -112,3 +113,31 @@ def compiles(emitted) -> str:
 
 def body_of(source: str) -> str:
     return source[source.index('extern "C"'):]
+
+
+# -- a hand-written CUDA kernel -------------------------------------------------------------------
+
+AXPY_SOURCE = r'''extern "C" __global__ void __launch_bounds__(128) axpy(const float* __restrict__ x, float* __restrict__ y,
+                                                     float a, long long N) {
+  long long i = (long long)blockIdx.x * 128 + threadIdx.x;
+  if (i < N) y[i] = a * x[i] + y[i];
+}
+'''
+AXPY_SIGNATURE = KernelSignature(
+    name="axpy",
+    params=(TensorParam("x", "float32", ("N",)), TensorParam("y", "float32", ("N",)), ScalarParam("a", "float32")),
+    symbols=("N",), grid=("(N + 127) // 128", "1", "1"), block=(128, 1, 1), cuda_params=("x", "y", "a", "N"))
+
+
+# -- the examples ----------------------------------------------------------------------------------
+
+def example_module(name):
+    """The module examples/<name>.py."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    return importlib.import_module(name)

@@ -13,6 +13,7 @@ import pytest
 import partition_support as ps
 import tilemlir
 import tilemlir.language as T
+from support import example_module
 from tilemlir.testing import relative_error
 
 RNG = np.random.default_rng()
@@ -250,19 +251,8 @@ def test_a_transposed_access_shares_the_layout_transposed():
 # The example kernels.
 
 
-def example(name):
-    import importlib
-    import sys
-    from pathlib import Path
-
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
-    if examples not in sys.path:
-        sys.path.insert(0, examples)
-    return importlib.import_module(name)
-
-
 def run_example(name, params, input_args, tolerance):
-    module = example(name)
+    module = example_module(name)
     kernel = getattr(module, name).instantiate(**params)
     inputs = module.make_inputs(RNG, **input_args)
     outputs, thread_ir = simulate(kernel, inputs)

@@ -25,9 +25,9 @@ EXAMPLES = [
 
 
 def example_kernel(name, params, factory=None):
-    from test_partition_numerics import example
+    from support import example_module
 
-    return getattr(example(name), factory or name).instantiate(**params)
+    return getattr(example_module(name), factory or name).instantiate(**params)
 
 
 def thread_ir(kernel) -> ir.Module:
