@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 import tilemlir
+from tilemlir.testing import relative_error
 
 
 def numpy_dtype(name: str):
@@ -24,12 +25,6 @@ def numpy_dtype(name: str):
     special = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3": ml_dtypes.float8_e4m3fn,
                "float8_e5m2": ml_dtypes.float8_e5m2}
     return np.dtype(special.get(name, name))
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
 
 
 def run_example(

@@ -1,9 +1,10 @@
 """The user API: `@tilemlir.jit`, `tilemlir.compile`, `tilemlir.lower`, and compiled `Kernel` objects.
 
 The frontend stage is built here; every later stage and all code generation
-go through `tilemlir.driver` (`compile_module(module, info, target, options)`
-and `lower_module(module, stage)`), imported on first use. Until that module
-exists, asking for a later stage or a target says so instead of pretending.
+go through `tilemlir.driver` (`compile_module(module, info, options)`, which
+returns a `CompileResult`, and `lower_module(module, stage)`), imported on
+first use so that decorating a kernel loads no MLIR. Keyword options become
+a typed record (`tilemlir.options`) before anything compiles.
 """
 
 from __future__ import annotations
@@ -13,58 +14,37 @@ import functools
 import importlib
 import inspect
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any, Callable
 
 from tilemlir.diagnostics import CompileError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
+from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, options_for
 from tilemlir.pass_configs import options_from_pass_configs
+from tilemlir.pipeline import STAGES
 
 log = logging.getLogger("tilemlir.jit")
 
-# The driver's compile options (tilemlir.driver): an eager function's compile() tells them from its T.const dims.
-_COMPILE_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits", "level")
+# The compile options (tilemlir.options): an eager function's compile() tells them from its T.const dims.
+_COMPILE_OPTIONS = frozenset(f.name for record in (CudaOptions, CpuOptions) for f in fields(record))
 
 FRONTEND = "frontend"
-PLANNED_STAGES = ("frontend", "thread", "final")
 DEFAULT_TARGET = "cuda"
 
 
 def _driver():
-    """The `tilemlir.driver` module, or None while it has not been written."""
-    try:
-        return importlib.import_module("tilemlir.driver")
-    except ModuleNotFoundError as exc:
-        if exc.name == "tilemlir.driver":
-            return None
-        raise
+    """`tilemlir.driver`, imported on first use: it loads MLIR."""
+    return importlib.import_module("tilemlir.driver")
 
 
 def known_stages() -> tuple[str, ...]:
-    driver = _driver()
-    if driver is None:
-        return (FRONTEND,)
-    stages = tuple(getattr(driver, "STAGES", PLANNED_STAGES))
-    return stages if FRONTEND in stages else (FRONTEND, *stages)
+    return STAGES
 
 
 def _check_stage(stage: str) -> None:
-    stages = known_stages()
-    if stage in stages:
-        return
-    if stage in PLANNED_STAGES:
-        raise CompileError(
-            f"stage '{stage}' is not available: the lowering passes are not built yet "
-            f"(available stages: {', '.join(stages)})"
-        )
-    raise CompileError(f"unknown stage '{stage}' (known stages: {', '.join(stages)})")
-
-
-def _require_driver(target: str):
-    driver = _driver()
-    if driver is None:
-        raise CompileError(f"target '{target}' is not available: the code generator is not built yet")
-    return driver
+    if stage not in STAGES:
+        raise CompileError(f"unknown stage '{stage}' (known stages: {', '.join(STAGES)})")
 
 
 @dataclass(frozen=True)
@@ -309,44 +289,44 @@ class JitFunction:
             return self._eager_compile(target, options)
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
-        key = (target, tuple(sorted((k, repr(v)) for k, v in merged.items())))
-        if key not in self._compiled:
-            source_key = self._source_key(target, merged)
-            kernel = self._cached(source_key, target, merged) if source_key else None
+        record = options_for(target, merged)
+        if record not in self._compiled:
+            source_key = self._source_key(target, record, merged)
+            kernel = self._cached(source_key, record, merged) if source_key else None
             if kernel is None:
-                kernel = self._compile_fresh(target, merged)
+                kernel = self._compile_fresh(record)
                 if source_key:
                     from tilemlir import source_cache
 
-                    source_cache.store(source_key, kernel.artifact)
-            self._compiled[key] = kernel
-        return self._compiled[key]
+                    source_cache.store(source_key, kernel.compiled)
+            self._compiled[record] = kernel
+        return self._compiled[record]
 
-    def _source_key(self, target: str, options: dict) -> str | None:
-        """The source-level disk-cache key (CUDA only: CPU kernels are JIT-compiled in memory)."""
+    def _source_key(self, target: str, record: TargetOptions, options: dict) -> str | None:
+        """The source-level disk-cache key (CUDA only: CPU kernels are JIT-compiled in memory) of the
+        options as given."""
         from tilemlir.config import settings
 
         config = settings()
         # A hand-edited override or a dump request needs the compile to happen.
         if config.disable_cache or config.cuda_override is not None or config.dump_dir is not None:
             return None
-        if target != "cuda" or not options.get("use_cache", True) or self._eager is not None:
+        if not isinstance(record, CudaOptions) or not record.use_cache or self._eager is not None:
             return None  # (an eager function's kernels differ by specialization, not by source)
         from tilemlir import source_cache
 
         return source_cache.kernel_key(self.fn, target, options, self.out_idx)
 
-    def _cached(self, source_key: str, target: str, options: dict) -> "Kernel | None":
+    def _cached(self, source_key: str, record: CudaOptions, options: dict) -> "Kernel | None":
         from tilemlir import source_cache
 
         hit = source_cache.lookup(source_key, options)
-        return Kernel(self, target, options, hit) if hit is not None else None
+        return Kernel(self, record, hit) if hit is not None else None
 
-    def _compile_fresh(self, target: str, options: dict) -> "Kernel":
+    def _compile_fresh(self, options: TargetOptions) -> "Kernel":
         frontend = self.frontend()
-        driver = _require_driver(target)
-        artifact = driver.compile_module(frontend.module(), frontend.info, target, options)
-        return Kernel(self, target, options, artifact)
+        result = _driver().compile_module(frontend.module(), frontend.info, options)
+        return Kernel(self, options, result.kernel, result.stage_ir, result.compile_seconds)
 
     def __call__(self, *args, **kwargs):
         if self.kind == "factory":
@@ -359,15 +339,23 @@ class JitFunction:
 class Kernel:
     """A compiled kernel: call it to launch; `.ir(stage)` shows its IR; `.info` its signature.
 
-    Attributes the driver's artifact has (such as its CUDA source) are
-    readable on the kernel too.
+    The same object whether this process compiled it or loaded it from the
+    source-level disk cache (then `stage_ir` is empty and `.ir(stage)`
+    lowers the frontend IR on demand). `compiled` is the launchable kernel:
+    a `tilemlir.runtime.CompiledKernel` (CUDA) or a CPU backend `CpuKernel`.
     """
 
-    def __init__(self, function: JitFunction, target: str, options: dict, artifact: Any):
+    def __init__(self, function: JitFunction, options: TargetOptions, compiled: Any,
+                 stage_ir: dict[str, str] | None = None, compile_seconds: dict[str, float] | None = None):
         self._function = function
-        self.target = target
         self.options = options
-        self.artifact = artifact
+        self.compiled = compiled
+        self.stage_ir = dict(stage_ir or {})
+        self.compile_seconds = dict(compile_seconds or {})
+
+    @property
+    def target(self) -> str:
+        return "cuda" if isinstance(self.options, CudaOptions) else "cpu"
 
     @property
     def _frontend(self) -> FrontendResult:
@@ -379,25 +367,75 @@ class Kernel:
         return self._frontend.info
 
     @property
+    def signature(self):
+        """The runtime's `KernelSignature`: parameters, dtypes, shapes, outputs."""
+        return self.compiled.signature
+
+    @property
     def name(self) -> str:
-        signature = getattr(self.artifact, "signature", None)
-        return signature.name if signature is not None else self.info.name
+        return self.signature.name
 
     def ir(self, stage: str = FRONTEND, debuginfo: bool = False) -> str:
         _check_stage(stage)
         if stage == FRONTEND:
             return self._frontend.ir(debuginfo)
-        if hasattr(self.artifact, "ir"):
-            return self.artifact.ir(stage)
-        return _require_driver(self.target).lower_module(self._frontend.module(), stage)
+        if stage in self.stage_ir:
+            return self.stage_ir[stage]
+        if self.stage_ir:
+            raise CompileError(
+                f"stage '{stage}' is not part of this kernel's compilation (it has: {', '.join(self.stage_ir)})"
+            )
+        return _driver().lower_module(self._frontend.module(), stage)
 
     def __call__(self, *args, **kwargs):
-        return self.artifact(*args, **kwargs)
+        return self.compiled(*args, **kwargs)
 
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name == "artifact":
-            raise AttributeError(name)
-        return getattr(self.artifact, name)
+    # CUDA kernels.
+
+    def cuda_source(self) -> str:
+        return self._cuda("cuda_source").cuda_source()
+
+    @property
+    def cubin(self) -> bytes:
+        return self._cuda("cubin").cubin
+
+    @property
+    def arch(self) -> str:
+        return self._cuda("arch").arch
+
+    @property
+    def override_file(self) -> str:
+        """The TILEMLIR_CUDA_OVERRIDE file name that replaces this kernel's generated source."""
+        return self._cuda("override_file").override_file
+
+    def export(self, directory: str | Path) -> Path:
+        """Write the kernel as a directory that `tilemlir.runtime.load` reads without MLIR."""
+        return self._cuda("export").export(directory)
+
+    def with_cuda_source(self, source: str, **options):
+        """A runtime kernel built from hand-edited CUDA `source` with this kernel's signature."""
+        return self._cuda("with_cuda_source").with_cuda_source(source, **options)
+
+    def _cuda(self, member: str):
+        if self.target != "cuda":
+            raise AttributeError(f"'{member}' is a CUDA kernel's; kernel '{self.name}' is compiled for {self.target}")
+        return self.compiled
+
+    # CPU kernels.
+
+    @property
+    def level(self) -> str:
+        return self._cpu("level").level
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR handed to llvmlite (before its optimizations)."""
+        return self._cpu("llvm_ir").llvm_ir
+
+    def _cpu(self, member: str):
+        if self.target != "cpu":
+            raise AttributeError(f"'{member}' is a CPU kernel's; kernel '{self.name}' is compiled for {self.target}")
+        return self.compiled
 
     def __repr__(self) -> str:
         return f"<tilemlir.Kernel '{self.name}' target={self.target}>"
@@ -473,7 +511,7 @@ def compile(fn, target: str = DEFAULT_TARGET, **options) -> Kernel:  # noqa: A00
 
 
 def lower(fn, stage: str = FRONTEND, debuginfo: bool = False) -> str:
-    """The IR text of kernel function `fn` after `stage` ("frontend", later "thread" and "final").
+    """The IR text of kernel function `fn` after `stage` ("frontend", "thread" or "final").
 
     The text parses in `tile-opt`; `debuginfo=True` includes the `loc(...)` of every op.
     """

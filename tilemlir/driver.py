@@ -1,7 +1,8 @@
 """The compiler driver: frontend IR -> pipeline stages -> CUDA (NVRTC) or CPU (llvmlite) kernels.
 
 `tilemlir.api` calls `lower_module` for `tilemlir.lower(fn, stage)` and
-`compile_module` for `tilemlir.compile(fn, target)`. The stage pipelines
+`compile_module` (with the target's typed options record, already checked,
+`tilemlir.options`) for `tilemlir.compile(fn, target)`. The stage pipelines
 live in `tilemlir.pipeline`; this module only runs them, keeps the IR of
 every stage, dumps it under TILEMLIR_DUMP_DIR, and hands the final IR to
 the emitter and the runtime (or to the CPU backend).
@@ -21,19 +22,11 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
+from tilemlir.options import CpuOptions, CudaOptions, TargetOptions
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
 
 log = logging.getLogger("tilemlir.driver")
-
-TARGETS = ("cuda", "cpu")
-CPU_LEVELS = ("tile", "thread")
-_CUDA_OPTIONS = ("fast_math", "fmad", "arch", "use_cache", "index_bits", "tensor_cores")
-# fast_math is accepted and has no effect on the CPU: the CPU backend is the exact reference.
-# index_bits: 32 or 64-bit index math in CUDA (None: 32 where proven exact, see emit_cuda/index_width.py);
-# the CPU backend computes it in 64 bits, so it takes 64 (or None) only.
-# tensor_cores=False: every T.gemm on CUDA cores (select-mma selects none), for comparisons and SIMT tests.
-_CPU_OPTIONS = ("level", "fast_math", "index_bits", "tensor_cores")
 
 
 def _text(module: ir.Module) -> str:
@@ -65,12 +58,19 @@ def _stage_pipeline(stage: str, tensor_cores: bool) -> list:
     return [("select-mma", SelectMmaOptions(enable=False)) if p == "select-mma" else p for p in STAGE_PIPELINES[stage]]
 
 
-def run_stages(module: ir.Module, until: str, tensor_cores: bool = True) -> tuple[dict[str, str], dict[str, float]]:
-    """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds."""
+def _dumper(module: ir.Module) -> _Dumper:
+    name = ir.StringAttr(entry_function(module, "the compiler driver").attributes["sym_name"]).value
+    return _Dumper(config.settings().dump_dir, name)
+
+
+def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
+               tensor_cores: bool = True) -> tuple[dict[str, str], dict[str, float]]:
+    """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds.
+    `dumper` continues the numbering of a dump begun by the caller; `tensor_cores=False` keeps every
+    gemm on CUDA cores (select-mma selects none)."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
-    name = ir.StringAttr(entry_function(module, "the compiler driver").attributes["sym_name"]).value
-    dumper = _Dumper(config.settings().dump_dir, name)
+    dumper = dumper or _dumper(module)
     dumper.after_pass("frontend", module.operation)
     texts: dict[str, str] = {}
     seconds: dict[str, float] = {}
@@ -91,71 +91,33 @@ def lower_module(module: ir.Module, stage: str) -> str:
         return run_stages(module, stage)[0][stage]
 
 
-@dataclasses.dataclass
-class CompiledArtifact:
-    """What `compile_module` returns: a launchable kernel plus the IR of each stage it went through."""
+@dataclasses.dataclass(frozen=True)
+class CompileResult:
+    """What `compile_module` returns: the launchable kernel and what its compile went through."""
 
-    kernel: Any
-    stage_ir: dict[str, str]
-    compile_seconds: dict[str, float]
-
-    def ir(self, stage: str) -> str:
-        if stage not in self.stage_ir:
-            raise CompileError(
-                f"stage '{stage}' is not part of this kernel's compilation (it has: {', '.join(self.stage_ir)})"
-            )
-        return self.stage_ir[stage]
-
-    def __call__(self, *args, **kwargs):
-        return self.kernel(*args, **kwargs)
-
-    def __getattr__(self, name: str):
-        if name.startswith("_") or name == "kernel":
-            raise AttributeError(name)
-        return getattr(self.kernel, name)
+    kernel: Any  # a tilemlir.runtime.CompiledKernel (CUDA) or a CPU backend CpuKernel
+    stage_ir: dict[str, str]  # the IR text after each stage it ran
+    compile_seconds: dict[str, float]  # per stage, and "emit" / "nvrtc" or "llvm"
 
 
-def _check_options(options: dict, allowed: tuple[str, ...], target: str) -> None:
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise CompileError(
-            f"unknown option(s) for target '{target}': {', '.join(unknown)} (known: {', '.join(allowed)})"
-        )
-
-
-def compile_module(module: ir.Module, info: KernelInfo, target: str, options: dict) -> CompiledArtifact:
-    """Compile frontend `module` for `target`; `info` is the frontend's signature facts."""
-    if target not in TARGETS:
-        raise CompileError(f"unknown target '{target}' (known targets: {', '.join(TARGETS)})")
+def compile_module(module: ir.Module, info: KernelInfo, options: TargetOptions) -> CompileResult:
+    """Compile frontend `module` for the target `options` is the record of; `info` is the frontend's
+    signature facts."""
     with module.context:
-        if target == "cuda":
-            _check_options(options, _CUDA_OPTIONS, target)
-            _check_index_bits(options.get("index_bits"), (32, 64), target)
+        if isinstance(options, CudaOptions):
             return _compile_cuda(module, info, options)
-        _check_options(options, _CPU_OPTIONS, target)
-        _check_index_bits(options.get("index_bits"), (64,), target)
         return _compile_cpu(module, info, options)
 
 
-def _check_index_bits(value: Any, allowed: tuple[int, ...], target: str) -> None:
-    if value is None or (type(value) is int and value in allowed):
-        return
-    choices = " or ".join(str(a) for a in allowed)
-    why = "; the CPU backend (the reference) computes index math in 64 bits" if target == "cpu" and value == 32 else ""
-    raise CompileError(f"option index_bits for target '{target}' must be {choices}, or None to let the compiler "
-                       f"choose, got {value!r}{why}")
-
-
-def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> CompiledArtifact:
+def _compile_cuda(module: ir.Module, info: KernelInfo, options: CudaOptions) -> CompileResult:
     from tilemlir import runtime
     from tilemlir.emit_cuda import emit
     from tilemlir.runtime.nvrtc import resolve_arch
 
-    arch = resolve_arch(options.get("arch"))
-    stage_ir, seconds = run_stages(module, "final", bool(options.get("tensor_cores", True)))
+    arch = resolve_arch(options.arch)
+    stage_ir, seconds = run_stages(module, "final", tensor_cores=options.tensor_cores)
     start = time.perf_counter()
-    emitted = emit(module, fast_math=bool(options.get("fast_math", False)), index_bits=options.get("index_bits"),
-                   arch=arch)
+    emitted = emit(module, fast_math=options.fast_math, index_bits=options.index_bits, arch=arch)
     signature = dataclasses.replace(emitted.signature, out_idx=tuple(info.out_idx))
     seconds["emit"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -163,24 +125,22 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: dict) -> Compile
         emitted.source,
         signature,
         arch=arch,
-        fmad=bool(options.get("fmad", emitted.fmad)),
-        fast_math=bool(options.get("fast_math", False)),
-        use_cache=bool(options.get("use_cache", True)),
+        fmad=emitted.fmad if options.fmad is None else options.fmad,
+        fast_math=options.fast_math,
+        use_cache=options.use_cache,
     )
     seconds["nvrtc"] = time.perf_counter() - start
     log.debug("compiled %s: %s", info.name, ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()))
-    return CompiledArtifact(kernel, stage_ir, seconds)
+    return CompileResult(kernel, stage_ir, seconds)
 
 
-def _compile_cpu(module: ir.Module, info: KernelInfo, options: dict) -> CompiledArtifact:
-    from tilemlir.backends.cpu import build
+def _compile_cpu(module: ir.Module, info: KernelInfo, options: CpuOptions) -> CompileResult:
+    from tilemlir.backends.cpu.kernel import build
 
-    level = options.get("level", "tile")
-    if level not in CPU_LEVELS:
-        raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {level!r}")
-    until = "frontend" if level == "tile" else "final"
-    stage_ir, seconds = run_stages(module, until, bool(options.get("tensor_cores", True)))
+    until = "frontend" if options.level == "tile" else "final"
+    dumper = _dumper(module)
+    stage_ir, seconds = run_stages(module, until, dumper, tensor_cores=options.tensor_cores)
     start = time.perf_counter()
-    kernel = build(module, info, level=level)
+    kernel = build(module, info, level=options.level, after_pass=dumper.after_pass)
     seconds["llvm"] = time.perf_counter() - start
-    return CompiledArtifact(kernel, stage_ir, seconds)
+    return CompileResult(kernel, stage_ir, seconds)

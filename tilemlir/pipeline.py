@@ -1,7 +1,12 @@
-"""The compilation pipeline: tile-level IR to the thread-level IR the CUDA emitter prints.
+"""The compilation pipelines: tile-level IR to the thread-level IR the CUDA emitter prints, and the CPU
+backend's roads to LLVM.
 
 One flat list per stage, one pass per line, each with why it stands where
-it does. `tilemlir.driver` runs these; `tile-opt -p` runs any of them alone.
+it does. `tilemlir.driver` and the CPU backend run these through
+`tilemlir.pass_infra.runner`; `tile-opt -p` runs any pass alone,
+`tile-opt --pipeline NAME` one of `PIPELINES`, `tile-opt --stage STAGE`
+every stage pipeline from the frontend IR up to STAGE. Imports nothing: the
+pass infrastructure's floor (docs/layout.md), so backends can read it.
 """
 
 from __future__ import annotations
@@ -85,3 +90,73 @@ def passes_until(stage: str) -> list[str]:
         if name == stage:
             return passes
     raise KeyError(stage)
+
+
+# The CPU backend: the tile level runs the frontend IR, the thread level the `final` stage's IR;
+# both then go to LLVM through `cpu_llvm_pipeline`.
+
+
+def cpu_tile_pipeline() -> list[str]:
+    """Frontend (tile-level) IR -> upstream loops (`target="cpu"`, `level="tile"`: the reference)."""
+    return [
+        # Tiles become buffers and loops with the frontend's semantics, every on-chip access checked at run time.
+        "lower-tile-to-loops",
+    ]
+
+
+def cpu_thread_pipeline() -> list[str]:
+    """`final` stage IR -> upstream loops (`level="thread"`: checks the GPU lowering)."""
+    return [
+        # gpu.launch becomes loops over blocks and threads split at barriers and shuffles, race-checked.
+        "simulate-threads",
+    ]
+
+
+def cpu_llvm_pipeline() -> list[str]:
+    """Upstream loops -> the LLVM dialect llvmlite's parser reads (`backends/cpu/jit.py` translates it)."""
+    return [
+        # The tile.* attributes (read by the backend first) mean nothing to the LLVM conversion.
+        "strip-tile-attributes",
+        # Before any upstream math rewrite: math-expand-ops would split math.fma into two roundings,
+        # math-extend-to-supported-types round a half-precision fma twice; the GPU rounds once.
+        "fuse-fma",
+        "lower-affine",
+        # Narrow-float arithmetic computed in f32 and rounded back after each operation, as CUDA does.
+        "func.func(arith-emulate-unsupported-floats{source-types=f16,bf16,f8E4M3FN,f8E5M2 target-type=f32})",
+        "math-extend-to-supported-types",
+        # Upstream has no LLVM lowering for math.isinf.
+        "expand-isinf",
+        # Before the vector conversion: LLVM packs <N x i1> in memory into bits, numpy bools are bytes.
+        "scalarize-bool-vectors",
+        # The casts the widening left, as integer code on their bits: LLVM has no fp8 and converts halves
+        # differently per host. No canonicalize after the widening: it marks its casts `contract`, and
+        # canonicalize would fold extf(truncf(x)) to x, skipping the rounding of each narrow-float operation.
+        "expand-narrow-floats",
+        "arith-expand",
+        "math-expand-ops",
+        "convert-math-to-funcs",
+        "convert-vector-to-scf",
+        "convert-scf-to-cf",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        "expand-strided-metadata",
+        "finalize-memref-to-llvm",
+        "convert-to-llvm",
+        "reconcile-unrealized-casts",
+        # On the LLVM dialect: the checks' recorder stays one out-of-line function.
+        "keep-out-of-line",
+        # LLVM 22's loop vectorizer aborts choosing a width for loops with a float max or min.
+        "keep-min-max-loops-scalar",
+        # Last: llvmlite's older parser rejects the float constant forms the newer printer writes.
+        "opaque-float-constants",
+    ]
+
+
+# Every named pipeline, for `tile-opt --pipeline NAME`.
+PIPELINES = {
+    "thread": thread_pipeline(),
+    "final": final_pipeline(),
+    "cpu-tile": cpu_tile_pipeline(),
+    "cpu-thread": cpu_thread_pipeline(),
+    "cpu-llvm": cpu_llvm_pipeline(),
+}

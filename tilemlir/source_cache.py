@@ -152,11 +152,10 @@ def lookup(key: str, options: dict):
                           f"it is built for {found.options.arch}, not {arch}")
 
 
-def store(key: str, artifact) -> None:
-    """Store the runtime kernel inside a driver artifact under `key` (anything else is not stored)."""
+def store(key: str, kernel) -> None:
+    """Store a runtime `CompiledKernel` under `key` (anything else is not stored)."""
     from tilemlir.runtime import cache
     from tilemlir.runtime.kernel import CompiledKernel
 
-    kernel = getattr(artifact, "kernel", artifact)
     if isinstance(kernel, CompiledKernel):
         cache.store(key, kernel.cuda_source(), kernel.cubin, kernel.signature, kernel.options)

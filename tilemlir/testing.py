@@ -1,4 +1,5 @@
-"""Testing helpers: `do_bench` times a GPU call, `assert_close` compares arrays of any framework.
+"""Testing helpers: `do_bench` times a GPU call, `assert_close` compares arrays of any framework,
+`relative_error` measures one against a float64 reference.
 
 Imports no MLIR (they run on a GPU machine without the compiler) and no
 torch: torch tensors, CuPy arrays, any ``__cuda_array_interface__`` or
@@ -21,6 +22,11 @@ The float8 rows allow one unit in the last place at 1.0 (2**-3 and 2**-2)
 and, near zero, the smallest subnormal. So a bfloat16 kernel output against
 a float64 reference is judged at bfloat16's tolerances. Infinities match
 only themselves; NaNs match nothing unless `equal_nan`.
+
+`relative_error(got, want)` is ``||got - want|| / ||want||`` (Frobenius
+norms, in float64; `scale` replaces the denominator's array, `axis` gives
+one error per row or column); infinite when `got` has a NaN or an
+infinity, so an unwritten (poisoned) output element never passes a bound.
 """
 
 from __future__ import annotations
@@ -67,6 +73,23 @@ def as_numpy(array: Any) -> np.ndarray:
     if hasattr(array, "__dlpack__") and not hasattr(array, "__array_interface__"):
         return np.from_dlpack(array)
     return np.asarray(array)
+
+
+def relative_error(got: Any, want: Any, scale: Any = None, *, axis: int | None = None) -> Any:
+    """``||got - want|| / ||scale||`` in float64 (`scale` defaults to `want`); inf where `got` is not finite."""
+    got64 = _float64(got)
+    want64 = _float64(want)
+    scale64 = want64 if scale is None else _float64(scale)
+    error = np.linalg.norm(got64 - want64, axis=axis) / np.linalg.norm(scale64, axis=axis)
+    finite = np.isfinite(got64).all(axis=axis)
+    if axis is None:
+        return float(error) if finite else math.inf
+    return np.where(finite, error, math.inf)
+
+
+def _float64(array: Any) -> np.ndarray:
+    values = as_numpy(array)
+    return values if values.dtype == np.float64 else values.astype(np.float64)
 
 
 def _on_cuda(array: Any) -> bool:

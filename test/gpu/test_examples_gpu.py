@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 from example_cases import CASES, GEMM_CASES, example_module, kernel_for  # noqa: E402
+from tilemlir.testing import relative_error  # noqa: E402
 
 TORCH_VIEWS = {"bfloat16": (np.int16, torch.bfloat16), "float8_e4m3fn": (np.uint8, torch.float8_e4m3fn),
                "float8_e5m2": (np.uint8, torch.float8_e5m2)}
@@ -57,12 +58,6 @@ def poisoned_outputs(signature, out_idx, inputs_by_name):
         out.view(torch.uint8).fill_(0xFF)
         outputs.append(out)
     return outputs
-
-
-def relative_error(got, want):
-    got = got.float().double().cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 def make_inputs(module, case, rows, rng):

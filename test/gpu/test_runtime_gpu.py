@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime import KernelSignature, ScalarParam, TensorParam, build, load  # noqa: E402
+from tilemlir.testing import relative_error
 
 RMSNORM = r"""#include <cuda_bf16.h>
 extern "C" __global__ void __launch_bounds__(256)
@@ -110,10 +111,6 @@ def reference_rmsnorm(x, w, eps):
     return x64 * torch.rsqrt((x64 * x64).mean(dim=1, keepdim=True) + eps) * w64
 
 
-def rel_err(got, want):
-    return ((got.double() - want).norm() / want.norm()).item()
-
-
 def random_bf16(*shape, generator):
     return torch.randn(*shape, generator=generator, device="cuda", dtype=torch.float32).to(torch.bfloat16)
 
@@ -125,7 +122,7 @@ def test_rmsnorm_allocates_output_and_matches_float64(rmsnorm, M, N):
     y = rmsnorm(x, w, 1e-6)
     torch.cuda.synchronize()
     assert y.shape == (M, N) and y.dtype == torch.bfloat16 and y.device == x.device
-    assert rel_err(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
 
 
 def test_dynamic_m_reuses_one_kernel(rmsnorm):
@@ -133,7 +130,7 @@ def test_dynamic_m_reuses_one_kernel(rmsnorm):
     w = random_bf16(512, generator=gen)
     for M in (3, 64, 1025):
         x = random_bf16(M, 512, generator=gen)
-        assert rel_err(rmsnorm(x, w, 1e-5), reference_rmsnorm(x, w, 1e-5)) < 1e-2
+        assert relative_error(rmsnorm(x, w, 1e-5), reference_rmsnorm(x, w, 1e-5)) < 1e-2
 
 
 def test_in_place_output_is_fully_written():
@@ -144,7 +141,7 @@ def test_in_place_output_is_fully_written():
     assert kernel(x, w, y, 1e-6) is None
     torch.cuda.synchronize()
     assert not torch.isnan(y).any()
-    assert rel_err(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
 
 
 def test_bad_arguments_raise_launch_error_not_a_fault(rmsnorm):
@@ -169,7 +166,7 @@ def test_bad_arguments_raise_launch_error_not_a_fault(rmsnorm):
         with pytest.raises(LaunchError, match="expected an array on cuda:0 \\(the current device\\), got one on cuda:1"):
             rmsnorm(x.to("cuda:1"), w, 1e-6)
     torch.cuda.synchronize()  # no asynchronous fault was left behind
-    assert rel_err(rmsnorm(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(rmsnorm(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
 
 
 def test_dynamic_shared_memory_above_48kb():
@@ -223,7 +220,7 @@ def test_side_stream_and_explicit_stream(rmsnorm):
         y = rmsnorm(x, w, 1e-6)
         y_explicit = rmsnorm(x, w, 1e-6, stream=side)
     side.synchronize()
-    assert rel_err(y, want) < 1e-2 and torch.equal(y, y_explicit)
+    assert relative_error(y, want) < 1e-2 and torch.equal(y, y_explicit)
 
 
 def test_dlpack_only_arguments():
@@ -243,7 +240,7 @@ def test_dlpack_only_arguments():
     y = torch.full_like(x, float("nan"))
     kernel(OnlyDLPack(x), OnlyDLPack(w), OnlyDLPack(y), 1e-6)
     torch.cuda.synchronize()
-    assert rel_err(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(y, reference_rmsnorm(x, w, 1e-6)) < 1e-2
 
 
 def test_cupy_arrays_in_and_out():
@@ -259,7 +256,7 @@ def test_exported_artifact_loads_and_runs(rmsnorm, tmp_path):
     kernel = load(rmsnorm.export(tmp_path / "art"))
     gen = torch.Generator(device="cuda").manual_seed(17)
     x, w = random_bf16(100, 4096, generator=gen), random_bf16(4096, generator=gen)
-    assert rel_err(kernel(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(kernel(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
 
 
 def test_with_cuda_source_hand_tuned_variant(rmsnorm):
@@ -267,7 +264,7 @@ def test_with_cuda_source_hand_tuned_variant(rmsnorm):
                                                                    "1.0f / sqrtf(total / (float)N + eps)"))
     gen = torch.Generator(device="cuda").manual_seed(19)
     x, w = random_bf16(512, 2048, generator=gen), random_bf16(2048, generator=gen)
-    assert rel_err(tuned(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
+    assert relative_error(tuned(x, w, 1e-6), reference_rmsnorm(x, w, 1e-6)) < 1e-2
     with pytest.raises(LaunchError, match="expected dtype bfloat16"):
         tuned(x.half(), w, 1e-6)
 

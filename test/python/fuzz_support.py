@@ -102,11 +102,6 @@ def poisoned(shape, dtype) -> np.ndarray:
     return np.full(shape, 0x5A, dtype) if dtype.itemsize == 1 else np.full(shape, -12345, dtype)
 
 
-def rel_err(got, want) -> float:
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
 
 
 class Worker:

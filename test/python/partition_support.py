@@ -73,9 +73,3 @@ def call(module: ir.Module, inputs: list, out_idx: list[int]) -> list[np.ndarray
         args[k] = np.full(shape, poison).astype(dtype)
     simt.run(module, ir.StringAttr(func.attributes["sym_name"]).value, args)
     return [args[k] for k in sorted(outputs)]
-
-
-def relative_error(got, want) -> float:
-    got = np.asarray(got, dtype=np.float64)
-    want = np.asarray(want, dtype=np.float64)
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))

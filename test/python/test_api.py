@@ -12,7 +12,9 @@ import tilemlir
 from frontend_util import load_module
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError
+from tilemlir.driver import CompileResult
 from tilemlir.mlir import ir
+from tilemlir.options import CpuOptions, CudaOptions
 
 KERNELS = """
     calls = []
@@ -48,17 +50,18 @@ KERNELS = """
 class FakeDriver(types.ModuleType):
     """Stands in for tilemlir.driver: records what the API hands over."""
 
-    STAGES = ("frontend", "thread", "final")
-
     def __init__(self):
         super().__init__("tilemlir.driver")
         self.compiled = []
         self.lowered = []
 
-    def compile_module(self, module, info, target, options):
+    def compile_module(self, module, info, options):
         assert isinstance(module, ir.Module)
+        target = "cuda" if isinstance(options, CudaOptions) else "cpu"
         self.compiled.append((info, target, options))
-        return types.SimpleNamespace(source=f"// {info.name} for {target}", __call__=None)
+        kernel = types.SimpleNamespace(source=f"// {info.name} for {target}", signature=types.SimpleNamespace(
+            name=info.name))
+        return CompileResult(kernel, {}, {})
 
     def lower_module(self, module, stage):
         self.lowered.append(stage)
@@ -68,11 +71,6 @@ class FakeDriver(types.ModuleType):
 @pytest.fixture
 def kernels(tmp_path):
     return load_module(tmp_path, KERNELS)
-
-
-@pytest.fixture
-def no_driver(monkeypatch):
-    monkeypatch.setitem(sys.modules, "tilemlir.driver", None)
 
 
 @pytest.fixture
@@ -131,24 +129,36 @@ def test_calling_a_factory_compiles_once_per_values(kernels, driver):
 def test_compile_hands_module_info_target_and_options_to_the_driver(kernels, driver):
     kernel = tilemlir.compile(kernels.scale, target="cpu", fast_math=True)
     info, target, options = driver.compiled[0]
-    assert (target, options) == ("cpu", {"fast_math": True})
+    assert (target, options) == ("cpu", CpuOptions(fast_math=True))
     assert info.out_idx == (1,) and [p.name for p in info.params] == ["X", "Y", "alpha"]
-    assert kernel.source == "// scale for cpu"  # the artifact's attributes are readable on the kernel
+    assert kernel.compiled.source == "// scale for cpu"  # the driver's kernel is the Kernel's `compiled`
+    assert kernel.target == "cpu" and kernel.options == CpuOptions(fast_math=True)
     assert tilemlir.compile(kernels.scale, target="cpu", fast_math=True) is kernel
     assert kernel.ir("frontend") == tilemlir.lower(kernels.scale)
     assert kernel.ir("thread") == "// thread of func.func" and driver.lowered == ["thread"]
     assert tilemlir.lower(kernels.scale, "final") == "// final of func.func"
 
 
-def test_compile_without_a_code_generator_says_so(kernels, no_driver):
-    with pytest.raises(CompileError) as info:
-        tilemlir.compile(kernels.scale, target="cuda")
-    assert str(info.value) == "error: target 'cuda' is not available: the code generator is not built yet"
+@pytest.mark.parametrize("target, options, message", [
+    ("cuda", {"fast_math": "yes"}, "option fast_math for target 'cuda' must be True or False, got 'yes'"),
+    ("cuda", {"fmad": 1}, "option fmad for target 'cuda' must be True or False, got 1"),
+    ("cuda", {"arch": 90}, "option arch for target 'cuda' must be a string such as 'sm_90a'"),
+    ("cuda", {"level": "thread"}, r"unknown option\(s\) for target 'cuda': level \(known: fast_math, fmad, arch, "
+                                  r"use_cache, index_bits, tensor_cores\)"),
+    ("cpu", {"level": "warp"}, "CPU option level must be one of tile, thread, got 'warp'"),
+    ("cpu", {"index_bits": 32}, "option index_bits for target 'cpu' must be 64, or None"),
+    ("tpu", {}, r"unknown target 'tpu' \(known targets: cuda, cpu\)"),
+])
+def test_bad_options_are_refused_before_the_frontend_runs(kernels, driver, target, options, message):
+    with pytest.raises(CompileError, match=message):
+        tilemlir.compile(kernels.scale, target=target, **options)
+    assert kernels.scale._frontend is None and driver.compiled == []
 
 
-def test_later_stages_without_a_driver_say_so(kernels, no_driver):
-    with pytest.raises(CompileError, match=r"stage 'thread' is not available: .*\(available stages: frontend\)"):
-        tilemlir.lower(kernels.scale, stage="thread")
+def test_equal_options_are_one_compile(kernels, driver):
+    kernel = tilemlir.compile(kernels.scale, target="cpu")
+    assert tilemlir.compile(kernels.scale, target="cpu", level="tile", fast_math=False) is kernel
+    assert len(driver.compiled) == 1 and driver.compiled[0][2] == CpuOptions()
 
 
 def test_unknown_stage_lists_the_known_ones(kernels, driver):

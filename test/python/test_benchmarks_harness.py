@@ -82,7 +82,7 @@ def test_parse_shape(text, dims):
 
 @pytest.mark.parametrize("text", ["8192y8192", "0x5", "1x2x3", "", "-4"])
 def test_parse_shape_rejects(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"shape '.*' is not of the form MxN, n or 2\^k|a shape is \(n,\) or \(M, N\) of positive ints"):
         cases.parse_shape(text)
 
 
@@ -115,11 +115,11 @@ def test_gbps_percent_spread():
     assert report.gbps(4_000_000_000, 1_000_000.0) == pytest.approx(4.0)
     assert report.percent(3834.9, 4248.0) == pytest.approx(90.275, abs=1e-3)
     assert report.spread([100.0, 103.0]) == pytest.approx(0.03)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="time must be positive, got 0.0"):
         report.gbps(1, 0.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="ceiling must be positive, got 0.0"):
         report.percent(1.0, 0.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no measurement"):
         report.spread([])
 
 
@@ -232,7 +232,7 @@ def test_bench_arguments(monkeypatch, tmp_path):
 
 
 def test_bench_rejects_unknown_kernel(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^2$"):
         parse_args(["--kernels", "softmaxx"])
     assert "unknown kernel(s) softmaxx" in capsys.readouterr().err
 

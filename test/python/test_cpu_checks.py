@@ -10,7 +10,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.backends.cpu import SimulationError
+from tilemlir.backends.cpu.kernel import SimulationError
 from tilemlir.diagnostics import CompileError
 
 LEVELS = ("tile", "thread")

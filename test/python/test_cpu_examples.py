@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tilemlir.backends.cpu import SimulateOptions, build
+from tilemlir.backends.cpu.kernel import build
+from tilemlir.backends.cpu.simulate_threads import SimulateOptions
 from tilemlir.diagnostics import CompileError
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import passes_until

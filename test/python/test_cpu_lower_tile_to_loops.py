@@ -8,10 +8,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tilemlir.backends.cpu import build
+from tilemlir.backends.cpu.kernel import build
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError, LaunchError
 from tilemlir.mlir import ir
+from tilemlir.testing import relative_error
 
 BF16, E4M3, E5M2 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
 NUMPY = {"f16": np.float16, "bf16": BF16, "f32": np.float32, "f64": np.float64, "f8E4M3FN": E4M3,
@@ -23,14 +24,6 @@ def compile_tile(text: str, **subs):
         text = text.replace(f"${key}", str(subs[key]))
     with make_context(), ir.Location.unknown():
         return build(ir.Module.parse(text), None, "tile")
-
-
-def rel_err(got, want, scale=None) -> float:
-    """||got - want|| / ||scale|| (scale defaults to want)."""
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "non-finite values in the result (unwritten output elements?)"
-    scale = want if scale is None else np.asarray(scale, np.float64)
-    return float(np.linalg.norm(got - want) / np.linalg.norm(scale))
 
 
 def nan_like(shape, dtype):
@@ -99,7 +92,7 @@ def test_softmax_padding_makes_partial_rows_right(shape):
     x64 = x.astype(np.float64)
     want = np.exp(x64 - x64.max(1, keepdims=True))
     want /= want.sum(1, keepdims=True)
-    assert rel_err(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +157,7 @@ def test_rmsnorm_bf16(rows):
     kernel(x, w, y, 1e-5)
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     want = x64 / np.sqrt((x64 ** 2).mean(1, keepdims=True) + 1e-5) * w64
-    assert rel_err(y, want) < 8e-3
+    assert relative_error(y, want) < 8e-3
 
 
 def test_rmsnorm_output_rounds_like_ml_dtypes():
@@ -333,7 +326,7 @@ def test_gemm_accumulates_in_accumulator_type(dtype, acc, tol, trans_a, trans_b)
     kernel(a, b, c)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
-    assert rel_err(c, want) < tol
+    assert relative_error(c, want) < tol
 
 
 RING_GEMM = """
@@ -390,7 +383,7 @@ def test_gemm_reads_the_ring_slots_its_indices_select(rng):
     slots the gemm's ring indices name hold this iteration's tiles."""
     a, b, c = ring_gemm_inputs(rng)
     compile_tile(RING_GEMM)(a, b, c)
-    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
+    assert relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
 
 
 def test_ring_gemm_through_lower_gemm_simt_at_thread_level(rng):
@@ -407,7 +400,7 @@ def test_ring_gemm_through_lower_gemm_simt_at_thread_level(rng):
         run_pipeline(module, passes)
         assert "tile.mma_sync" not in str(module)
         build(module, None, "thread")(a, b, c)
-    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
+    assert relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
 
 
 def test_ring_gemm_through_lower_gemm_mma_at_thread_level(rng):
@@ -422,7 +415,7 @@ def test_ring_gemm_through_lower_gemm_mma_at_thread_level(rng):
         run_pipeline(module, passes_until("final"))
         assert "tile.mma_sync" in str(module)
         build(module, None, "thread")(a, b, c)
-    assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
+    assert relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
 
 
 def test_gemm_int8_is_exact():
@@ -487,7 +480,7 @@ def test_reduce_every_kind(kind, clear, src, dst):
     if not clear:
         want = COMBINE[kind](want, y0.astype(np.float64))
         magnitude = magnitude + np.abs(y0.astype(np.float64))
-    assert rel_err(y, want, magnitude) < 1e-6
+    assert relative_error(y, want, magnitude) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -534,8 +527,8 @@ def test_atomic_add_accumulates_over_blocks(shape):
     kernel(x, s, t)
     x64 = x.astype(np.float64)
     # relative to the summed magnitudes: a sum may cancel to near zero
-    assert rel_err(s, s0 + x64.sum(0), np.abs(s0) + np.abs(x64).sum(0)) < 1e-6
-    assert rel_err(t, t0 + x64.sum(), np.abs(t0) + np.abs(x64).sum()) < 1e-6
+    assert relative_error(s, s0 + x64.sum(0), np.abs(s0) + np.abs(x64).sum(0)) < 1e-6
+    assert relative_error(t, t0 + x64.sum(), np.abs(t0) + np.abs(x64).sum()) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -645,7 +638,7 @@ def test_out_idx_outputs_are_allocated_and_returned():
     y = kernel(x)
     assert y.shape == x.shape and y.dtype == np.float32
     want = np.exp(x - x.max(1, keepdims=True))
-    assert rel_err(y, want / want.sum(1, keepdims=True)) < 1e-6
+    assert relative_error(y, want / want.sum(1, keepdims=True)) < 1e-6
 
 
 def test_launch_errors_match_the_gpu_runtime():

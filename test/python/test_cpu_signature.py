@@ -8,7 +8,7 @@ import pytest
 import tilemlir
 import tilemlir.language as T
 from frontend_util import compile_error, message
-from tilemlir.backends.cpu import build
+from tilemlir.backends.cpu.kernel import build
 from tilemlir.backends.cpu.signature import signature_from_info, signature_from_ir, written_params
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError, LaunchError

@@ -9,10 +9,12 @@ numbers.
 import numpy as np
 import pytest
 
-from tilemlir.backends.cpu import SimulateOptions, SimulationError, build
+from tilemlir.backends.cpu.kernel import SimulationError, build
+from tilemlir.backends.cpu.simulate_threads import SimulateOptions
 from tilemlir.context import make_context
 from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import arith, ir
+from tilemlir.testing import relative_error
 
 NO_RACE_CHECKS = SimulateOptions(check_races=False)
 
@@ -29,13 +31,6 @@ def drop_line(text: str, needle: str, occurrence: int = 0) -> str:
     hits = [i for i, line in enumerate(lines) if needle in line]
     del lines[hits[occurrence]]
     return "\n".join(lines)
-
-
-def rel_err(got, want) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    if not np.isfinite(got).all():
-        return float("inf")
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 def block_sums(x: np.ndarray, block: int, blocks: int) -> np.ndarray:
@@ -107,7 +102,7 @@ def run_block_sum(kernel, n=1000, block=128):
 
 def test_tree_reduction_through_shared_memory():
     y, want = run_block_sum(compile_thread(TREE_SUM, NAME="tree_sum"))
-    assert rel_err(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 @pytest.mark.parametrize("barrier", [0, 1], ids=["after-fill", "inside-loop"])
@@ -123,7 +118,7 @@ def test_dropped_barrier_gives_wrong_numbers_without_race_checks():
     already ends the phase, a legal schedule; only the race check sees that bug.)"""
     broken = drop_line(TREE_SUM, "gpu.barrier", 1)
     y, want = run_block_sum(compile_thread(broken, NO_RACE_CHECKS, NAME="tree_sum"))
-    assert not rel_err(y, want) < 1e-3
+    assert not relative_error(y, want) < 1e-3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,13 +170,13 @@ WARP_SUM = HEADER + """
 
 def test_warp_shuffle_reduction_in_a_loop():
     y, want = run_block_sum(compile_thread(WARP_SUM, NAME="warp_sum"), n=300, block=64)
-    assert rel_err(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 def test_shuffle_with_wrong_offsets_is_wrong():
     broken = WARP_SUM.replace("%off = arith.shrui %c16, %k : index", "%off = arith.shrui %c32, %k : index")
     y, want = run_block_sum(compile_thread(broken, NAME="warp_sum"), n=300, block=64)
-    assert not rel_err(y, want) < 1e-3
+    assert not relative_error(y, want) < 1e-3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +233,7 @@ FIRST_WARP_FINISHES = HEADER + """
 
 def test_shuffles_under_a_warp_uniform_condition():
     y, want = run_block_sum(compile_thread(FIRST_WARP_FINISHES, NAME="first_warp"), n=250, block=64)
-    assert rel_err(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,7 +407,7 @@ def test_fragment_layout_right_and_broken():
     for kernel, should_match in ((right, True), (broken, False)):
         y = np.full_like(x, np.nan)
         kernel(x, y)
-        assert (rel_err(y, np.exp(x.astype(np.float64))) < 1e-6) == should_match
+        assert (relative_error(y, np.exp(x.astype(np.float64))) < 1e-6) == should_match
 
 
 # ---------------------------------------------------------------------------------------------
@@ -582,7 +577,7 @@ def _run_example(module, frontend, ir_module, rows, options=SimulateOptions()):
     inputs = module.make_inputs(np.random.default_rng(), rows=rows, n=frontend.info.params[0].shape[1])
     got = kernel(*inputs)
     got = got[0] if isinstance(got, tuple) else got
-    return rel_err(got, module.reference(*inputs)[0])
+    return relative_error(got, module.reference(*inputs)[0])
 
 
 def _ops(root, name):

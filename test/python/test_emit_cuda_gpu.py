@@ -19,6 +19,8 @@ from typing import Callable
 
 import pytest
 
+from tilemlir.testing import relative_error
+
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -34,13 +36,13 @@ MAXMIN_OPS = ["arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnum
 
 
 def _cast_ir(src: str, dst: str, op: str) -> str:
-    from test_emit_cuda import elementwise_module
+    from support import elementwise_module
 
     return elementwise_module({"X": src}, {"Y": dst}, f"      %Y_r = {op} %X_v : {src} to {dst}")
 
 
 def _case_ir(name: str) -> str:
-    from test_emit_cuda import elementwise_module
+    from support import elementwise_module
 
     if name.startswith("truncf_"):
         return _cast_ir("f32", name.split("_", 1)[1], "arith.truncf")
@@ -65,7 +67,7 @@ CASE_NAMES = ["truncf_f8E4M3FN", "truncf_f8E5M2", "truncf_bf16", "truncf_f16", "
 
 def emit_case(name: str) -> tuple[str, str, bool]:
     """(CUDA source, signature JSON, fmad) of a case; needs MLIR."""
-    from test_emit_cuda import emit_text
+    from support import emit_text
 
     emitted = emit_text(_case_ir(name))
     return emitted.source, emitted.signature.to_json(), emitted.fmad
@@ -218,17 +220,13 @@ def check_intdiv(kernel) -> str:
     return f"{len(INT_OPS) + 1} integer ops on {len(flat_a)} pairs incl. negatives exact"
 
 
-def _rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
-    return float((got.double() - want).norm() / want.norm())
-
-
 def check_softmax(kernel) -> str:
     for rows in (1, 37, 1000):
         x = torch.randn(rows, 1000, device="cuda").half()
         y = torch.full_like(x, float("nan"))
         kernel(x, y)
         want = torch.softmax(x.double(), dim=1)
-        err = _rel_err(y, want)
+        err = relative_error(y, want)
         assert err < 2e-3, err
     return f"softmax 1000x1000 f16: rel err {err:.2e}"
 
@@ -242,7 +240,7 @@ def check_rmsnorm(kernel) -> str:
         kernel(x, w, y, eps)
         xd = x.double()
         want = xd * torch.rsqrt(xd.pow(2).mean(dim=1, keepdim=True) + eps) * w.double()
-        err = _rel_err(y, want)
+        err = relative_error(y, want)
         assert err < 8e-3, err
     return f"rmsnorm 513x4096 bf16: rel err {err:.2e}"
 

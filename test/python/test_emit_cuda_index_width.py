@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 from host_kernel import Window, run_block
-from test_emit_cuda import emit_text, emitted_cuda, kernel_module
+from support import emit_text, emitted_cuda, kernel_module
 
 import tilemlir
 import tilemlir.language as T

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_emit_cuda import body_of, compiles, elementwise_module, emit_text, emitted_cuda, kernel_module, normalized
+from support import body_of, compiles, elementwise_module, emit_text, emitted_cuda, kernel_module, normalized
 
 import tilemlir
 import tilemlir.language as T

@@ -20,7 +20,7 @@ from tilemlir.runtime.expr import Expr
 from tilemlir.runtime.native_call import _program, plan_spec
 from tilemlir.runtime.signature import KernelSignature, SignatureExprs
 
-from test_emit_cuda import emit_text, kernel_module
+from support import emit_text, kernel_module
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 

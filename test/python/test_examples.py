@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tilemlir
+from tilemlir.testing import relative_error
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -31,11 +32,6 @@ CASES = [
     ("silu_and_mul", dict(D=300, block_M=2, block_D=128), dict(rows=5, d=300), 1e-2),
     ("gemm", dict(N=128, K=96, block_M=32, block_N=64, block_K=32, num_stages=2), dict(m=50, n=128, k=96), 2e-3),
 ]
-
-
-def relative_error(got, want) -> float:
-    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 @pytest.mark.parametrize("name, factory_args, input_args, tolerance", CASES,

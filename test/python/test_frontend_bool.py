@@ -419,13 +419,13 @@ def test_reductions_of_bools_match_numpy(tmp_path, rng, level, space, statement,
 def test_cuda_source_of_bool_reductions_compiles(tmp_path):
     """bool partials cross lanes as an int (CUDA's __shfl_xor_sync has no bool overload), and every lane runs
     each shuffle: none sits on the right of a short-circuit `&&` / `||` (bool max is `||`, min `&&`)."""
-    from test_unsigned import emitted_cuda, nvrtc_compiles
+    from support import compiles, emitted_cuda
 
     for statement, out_dtype, _ in REDUCTIONS:
         emitted = emitted_cuda(reduction_kernel(tmp_path, statement, out_dtype, "fragment"))
         assert "__shfl_xor_sync" in emitted.source, statement
         assert not re.search(r"(&&|\|\||\?)[^;]*__shfl", emitted.source), statement
-        nvrtc_compiles(emitted)
+        compiles(emitted)
 
 
 # -- T.fill and element stores into bools: True/False, 0/1, or T.cast (int to bool is != 0) ------------------------
@@ -509,10 +509,10 @@ def test_an_int_stored_into_a_bool_element_needs_a_cast(tmp_path):
 
 
 def test_cuda_source_of_the_bool_kernels_compiles(tmp_path):
-    from test_unsigned import emitted_cuda, nvrtc_compiles
+    from support import compiles, emitted_cuda
 
     for kernel in (element_kernel(tmp_path), scalar_kernel(tmp_path), constant_kernel(tmp_path), fill_kernel(tmp_path)):
         emitted = emitted_cuda(kernel)
         assert "bool" in [p.dtype for p in emitted.signature.params]
-        nvrtc_compiles(emitted)
-    nvrtc_compiles(emitted_cuda(constant_kernel(tmp_path, True, False)))
+        compiles(emitted)
+    compiles(emitted_cuda(constant_kernel(tmp_path, True, False)))

@@ -10,6 +10,7 @@ import pytest
 import tilemlir
 from frontend_util import HEADER, frontend_error, load_module, lower, marked, message
 from tilemlir.diagnostics import CompileError
+from tilemlir.testing import relative_error
 
 ROWS = """
 @T.macro
@@ -43,10 +44,6 @@ def k(X: T.Tensor((M, 64), T.float32), Y: T.Tensor((M, 64), T.float32), eps: T.f
 """
 
 
-def _relative_error(actual, expected) -> float:
-    return float(np.linalg.norm(actual.astype(np.float64) - expected) / np.linalg.norm(expected))
-
-
 def test_macros_compute_rms_norm_on_the_cpu(tmp_path):
     module = load_module(tmp_path, ROWS)
     kernel = tilemlir.compile(module.k, target="cpu")
@@ -56,7 +53,7 @@ def test_macros_compute_rms_norm_on_the_cpu(tmp_path):
     kernel(x, y, 1e-5)
     x64 = x.astype(np.float64)
     expected = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-5)
-    assert _relative_error(y, expected) < 1e-5
+    assert relative_error(y, expected) < 1e-5
 
 
 def test_macro_ops_carry_the_macro_lines(tmp_path):
@@ -113,7 +110,7 @@ def test_keyword_and_default_arguments_and_a_serial_loop_inside(tmp_path):
     kernel(x, y)
     x64 = x.astype(np.float64)
     expected = (2.0 * x64 + 2.0) * x64 + 2.0
-    assert _relative_error(y, expected) < 1e-6
+    assert relative_error(y, expected) < 1e-6
 
 
 def test_macro_has_its_own_scope(tmp_path):

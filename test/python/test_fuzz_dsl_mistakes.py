@@ -206,7 +206,7 @@ def _run_both_levels(levels, rng: random.Random, context: str) -> str:
             results.append(f"{type(err).__name__}: {str(err)[:200]}")
             continue
         except Exception as exc:  # noqa: BLE001 - any other exception type is the finding
-            pytest.fail(unexpected(exc, f"{context}\nrunning at {kernel.artifact.level} level"))
+            pytest.fail(unexpected(exc, f"{context}\nrunning at {kernel.level} level"))
         outs = out if isinstance(out, tuple) else () if out is None else (out,)
         results.append([np.asarray(a, np.float64) for a in (*copies, *outs) if isinstance(a, np.ndarray)])
     tile, thread = results

@@ -19,7 +19,8 @@ import traceback
 
 import pytest
 
-from fuzz_support import Worker, fuzz_seeds, poisoned, rel_err
+from fuzz_support import Worker, fuzz_seeds, poisoned
+from tilemlir.testing import relative_error
 
 LEVEL_THREAD_SHARE = 1 / 3
 
@@ -79,7 +80,7 @@ def _run_case(case: dict) -> None:
         y = poisoned((rows, N), npdt)
         _compile(softmax.softmax, level, N=N, dtype=dtype)(x, y)
         bound = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
-        assert rel_err(y, _softmax(np, x)) < bound
+        assert relative_error(y, _softmax(np, x)) < bound
     elif name in ("rmsnorm", "layernorm"):
         x = rng.standard_normal((rows, N)).astype(npdt)
         w = (1 + 0.1 * rng.standard_normal(N)).astype(npdt)
@@ -93,7 +94,7 @@ def _run_case(case: dict) -> None:
             _compile(norm.layernorm, level, N=N, dtype=dtype)(x, w, b, y, 1e-5)
             mean = xd.mean(1, keepdims=True)
             want = (xd - mean) / np.sqrt(((xd - mean) ** 2).mean(1, keepdims=True) + 1e-5) * wd + b
-        assert rel_err(y, want) < {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+        assert relative_error(y, want) < {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
     elif name == "quant_row_fp8":
         x = (rng.standard_normal((rows, N)) * rng.uniform(0.01, 100, (rows, 1))).astype(npdt)
         q, s = poisoned((rows, N), fp8), poisoned(rows, np.float32)
@@ -136,7 +137,7 @@ def _run_case(case: dict) -> None:
         if name == "row_max":
             assert np.array_equal(y, x.max(1))
         else:
-            assert rel_err(y, x.astype(np.float64).sum(1)) < 1e-5
+            assert relative_error(y, x.astype(np.float64).sum(1)) < 1e-5
     else:
         raise AssertionError(f"no case {name}")
 

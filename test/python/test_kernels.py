@@ -7,17 +7,11 @@ import pytest
 
 import tilemlir
 from tilemlir.kernels import activation, elementwise, norm, quant, reduce, softmax
+from tilemlir.testing import relative_error
 
 BF16 = ml_dtypes.bfloat16
 FP8 = ml_dtypes.float8_e4m3fn
 LEVELS = ("tile", "thread")
-
-
-def rel_err(got, want):
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
-    return np.linalg.norm(got - want) / np.linalg.norm(want)
 
 
 def cpu(factory, level, **kwargs):
@@ -32,7 +26,7 @@ def test_rmsnorm(level, N, rng):
     y = cpu(norm.rmsnorm, level, N=N)(x, w, 1e-6)
     xd = x.astype(np.float64)
     want = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + 1e-6) * w.astype(np.float64)
-    assert rel_err(y, want) < 1e-2
+    assert relative_error(y, want) < 1e-2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -47,7 +41,7 @@ def test_add_layernorm(level, N, rng):
     hd = hd.astype(np.float64)
     mean = hd.mean(1, keepdims=True)
     want = (hd - mean) / np.sqrt(((hd - mean) ** 2).mean(1, keepdims=True) + 1e-5) * w.astype(np.float64) + b
-    assert rel_err(y, want) < 1e-2
+    assert relative_error(y, want) < 1e-2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -57,13 +51,13 @@ def test_softmax(level, N, rng):
     y = cpu(softmax.softmax, level, N=N, dtype="float16")(x)
     xd = x.astype(np.float64)
     e = np.exp(xd - xd.max(1, keepdims=True))
-    assert rel_err(y, e / e.sum(1, keepdims=True)) < 2e-3
+    assert relative_error(y, e / e.sum(1, keepdims=True)) < 2e-3
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_row_reductions(level, rng):
     x = rng.standard_normal((9, 1024)).astype(np.float32)
-    assert rel_err(cpu(reduce.row_sum, level, N=1024)(x), x.astype(np.float64).sum(1)) < 1e-5
+    assert relative_error(cpu(reduce.row_sum, level, N=1024)(x), x.astype(np.float64).sum(1)) < 1e-5
     assert np.array_equal(cpu(reduce.row_max, level, N=1024)(x), x.max(1))
 
 
@@ -101,7 +95,7 @@ def test_silu_mul(level, rng):
     x = rng.standard_normal((4, 2 * N)).astype(BF16)
     y = cpu(activation.silu_mul, level, N=N)(x)
     g, u = x[:, :N].astype(np.float64), x[:, N:].astype(np.float64)
-    assert rel_err(y, g / (1 + np.exp(-g)) * u) < 1e-2
+    assert relative_error(y, g / (1 + np.exp(-g)) * u) < 1e-2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -155,7 +149,7 @@ def test_elementwise_whole_tiles_run_unguarded(factory, options, inputs):
     """A thread whose chunks lie inside n runs straight-line 16-byte accesses: no bounds
     check is left to make each guarded 16-bit load wait for the previous one. (eliminate-guards
     range-versions each copy's loop on its last chunk; the versions' ifs merge into one.)"""
-    lines = factory(**options).artifact.cuda_source().splitlines()
+    lines = factory(**options).cuda_source().splitlines()
     branches = [i for i, line in enumerate(lines) if line.startswith("  if (")]  # in the body, outside loops
     assert branches, "no bounds branch around the copies' loops"
     start = branches[0]
@@ -213,7 +207,7 @@ def test_tuned_rows_apply_only_where_measured_and_only_to_defaults():
     assert tuned("layernorm", 7168, "float16", None, None, 2) == (2, None)
     assert tuned("layernorm", 7168, "bfloat16", 2, None, 2) == (2, 4)  # the caller's max_chunks wins
     assert tuned("layernorm", 7168, "bfloat16", None, 1, 2) == (8, 1)  # and its min_blocks
-    source = norm.layernorm(N=7168).artifact.cuda_source()
+    source = norm.layernorm(N=7168).cuda_source()
     assert 'void __launch_bounds__(128, 4) layernorm_kernel(' in source
 
 
@@ -235,9 +229,9 @@ def test_narrow_row_layout_splits_a_row_evenly_over_a_warp():
 def test_residual_layernorm_alone_is_built_with_fast_math():
     """Measured per kernel (norm.py): fast math helps residual LayerNorm, slows plain LayerNorm."""
     fast = norm.add_layernorm(N=576)
-    assert fast.artifact.options.fast_math and "rsqrtf(" in fast.cuda_source()
+    assert fast.compiled.options.fast_math and "rsqrtf(" in fast.cuda_source()
     plain = norm.layernorm(N=576)
-    assert not plain.artifact.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
+    assert not plain.compiled.options.fast_math and "1.0f / sqrtf(" in plain.cuda_source()
 
 
 def test_row_config_spreads_rows_by_width():

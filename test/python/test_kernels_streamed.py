@@ -16,18 +16,12 @@ import pytest
 import tilemlir
 from tilemlir.kernels import activation, quant, reduce, softmax
 from tilemlir.kernels.config import row_config
+from tilemlir.testing import relative_error
 
 BF16 = ml_dtypes.bfloat16
 FP8 = ml_dtypes.float8_e4m3fn
 LEVELS = ("tile", "thread")
 NUMPY = {"float16": np.float16, "bfloat16": BF16, "float32": np.float32}
-
-
-def rel_err(got, want):
-    got = np.asarray(got, np.float64)
-    want = np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "output has NaN/inf (unwritten or wrong)"
-    return np.linalg.norm(got - want) / np.linalg.norm(want)
 
 
 def cpu(factory, level, kernel_name, **kwargs):
@@ -42,7 +36,7 @@ def cpu(factory, level, kernel_name, **kwargs):
 def test_row_sum_streamed(level, N, rng):
     x = (rng.standard_normal((5, N)) + rng.uniform(-2, 2, (5, 1))).astype(np.float32)
     y = cpu(reduce.row_sum, level, "row_reduce_streamed_kernel", N=N, max_chunks=1)(x)
-    assert rel_err(y, x.astype(np.float64).sum(1)) < 1e-5
+    assert relative_error(y, x.astype(np.float64).sum(1)) < 1e-5
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -64,7 +58,7 @@ def test_row_reductions_uneven_in_registers(level, rng):
     x = (-np.abs(rng.standard_normal((6, N))) - 1).astype(np.float32)
     x[3, N - 1] = -0.5
     assert np.array_equal(cpu(reduce.row_max, level, "row_reduce_kernel", N=N)(x), x.max(1))
-    assert rel_err(cpu(reduce.row_sum, level, "row_reduce_kernel", N=N)(x), x.astype(np.float64).sum(1)) < 1e-5
+    assert relative_error(cpu(reduce.row_sum, level, "row_reduce_kernel", N=N)(x), x.astype(np.float64).sum(1)) < 1e-5
 
 
 def quant_input(rng, N):
@@ -117,7 +111,7 @@ def silu_mul_reference(x, N):
 def test_silu_mul_column_tiles(level, N, rng):
     x = rng.standard_normal((3, 2 * N)).astype(BF16)
     y = cpu(activation.silu_mul, level, "silu_mul_tiled_kernel", N=N, max_chunks=1)(x)
-    assert rel_err(y, silu_mul_reference(x, N)) < 1e-2
+    assert relative_error(y, silu_mul_reference(x, N)) < 1e-2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -127,7 +121,7 @@ def test_silu_mul_uneven_in_registers(level, rng):
     assert (row_config(N, "bfloat16", 2).threads, row_config(N, "bfloat16", 2).block_M) == (320, 1)
     x = rng.standard_normal((3, 2 * N)).astype(BF16)
     y = cpu(activation.silu_mul, level, "silu_mul_kernel", N=N)(x)
-    assert rel_err(y, silu_mul_reference(x, N)) < 1e-2
+    assert relative_error(y, silu_mul_reference(x, N)) < 1e-2
 
 
 def softmax_reference(x):
@@ -149,7 +143,7 @@ def negative_rows(rng, N, dtype):
 def test_softmax_streamed(level, N, dtype, rng):
     x = negative_rows(rng, N, dtype)
     y = cpu(softmax.softmax, level, "softmax_online_kernel", N=N, dtype=dtype, max_chunks=1)(x)
-    assert rel_err(y, softmax_reference(x)) < (2e-3 if dtype == "float16" else 1e-2)
+    assert relative_error(y, softmax_reference(x)) < (2e-3 if dtype == "float16" else 1e-2)
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -157,7 +151,7 @@ def test_softmax_uneven_in_registers(level, rng):
     """5000 bf16 columns: 160 threads x 4 chunks (softmax's default), 15 masked."""
     x = negative_rows(rng, 5000, "bfloat16")
     y = cpu(softmax.softmax, level, "softmax_kernel", N=5000, dtype="bfloat16")(x)
-    assert rel_err(y, softmax_reference(x)) < 1e-2
+    assert relative_error(y, softmax_reference(x)) < 1e-2
 
 
 def test_softmax_streams_only_rows_row_config_does_not_hold():

@@ -11,12 +11,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-
-
-def rel_err(got, want) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "output has non-finite elements (unwritten or wrong)"
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+from tilemlir.testing import relative_error
 
 
 def mma_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
@@ -86,7 +81,7 @@ def test_mma_gemm_matches_the_tile_reference(block, shape, trans_a, trans_b, rng
     a, b, want = operands(rng, *shape, trans_a, trans_b, np.float16)
     bias = rng.standard_normal(shape[1]).astype(np.float32)
     got, reference = run_both(fn, a, b, bias)
-    assert rel_err(got, want) <= 1e-5
+    assert relative_error(got, want) <= 1e-5
     assert np.array_equal(got, reference)
 
 
@@ -99,7 +94,7 @@ def test_bfloat16_with_a_fragment_a_operand(rng):
     a, b, want = operands(rng, 64, 64, 64, False, False, ml_dtypes.bfloat16)
     bias = rng.standard_normal(64).astype(np.float32)
     got, reference = run_both(fn, a, b, bias)
-    assert rel_err(got, want) <= 1e-5
+    assert relative_error(got, want) <= 1e-5
     assert np.array_equal(got, reference)
 
 
@@ -109,8 +104,8 @@ def test_float16_accumulator(rng):
     a, b, want = operands(rng, 64, 64, 64, False, False, np.float16)
     bias = rng.standard_normal(64).astype(np.float16)
     got, reference = run_both(fn, a, b, bias)
-    assert rel_err(got, want) <= 5e-3
-    assert rel_err(got, reference) <= 5e-3
+    assert relative_error(got, want) <= 5e-3
+    assert relative_error(got, reference) <= 5e-3
 
 
 def test_epilogue_over_the_accumulator(rng):
@@ -119,7 +114,7 @@ def test_epilogue_over_the_accumulator(rng):
     a, b, want = operands(rng, 64, 128, 64, False, False, np.float16)
     bias = rng.standard_normal(128).astype(np.float32)
     got, reference = run_both(fn, a, b, bias)
-    assert rel_err(got, np.maximum(want + bias, 0)) <= 1e-5
+    assert relative_error(got, np.maximum(want + bias, 0)) <= 1e-5
     assert np.array_equal(got, reference)
 
 

@@ -15,14 +15,9 @@ import pytest
 import tilemlir
 import tilemlir.language as T
 from tilemlir.pass_infra.runner import run_pipeline
+from tilemlir.testing import relative_error
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def rel_err(got, want) -> float:
-    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
-    assert np.isfinite(got).all(), "output has non-finite elements (unwritten or wrong)"
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 def gemm_example():
@@ -128,7 +123,7 @@ def operands(rng, m, n, k, trans_a, trans_b, dtype):
 def test_transposed_operands_at_thread_level(trans_a, trans_b, rng):
     kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread", tensor_cores=False)
     a, b, want = operands(rng, 64, 96, 48, trans_a, trans_b, np.float16)
-    assert rel_err(kernel(a, b), want) <= 1e-3
+    assert relative_error(kernel(a, b), want) <= 1e-3
 
 
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True)])
@@ -136,7 +131,7 @@ def test_ragged_sizes_at_thread_level(trans_a, trans_b, rng):
     """M, N, K not multiples of the blocks: the edge tiles read padding 0 and write only inside C."""
     kernel = tilemlir.compile(ragged_gemm(32, 32, 16, trans_a, trans_b), target="cpu", level="thread", tensor_cores=False)
     a, b, want = operands(rng, 45, 70, 37, trans_a, trans_b, np.float16)
-    assert rel_err(kernel(a, b), want) <= 1e-3
+    assert relative_error(kernel(a, b), want) <= 1e-3
 
 
 def test_bfloat16_with_a_fragment_operand_at_thread_level(rng):
@@ -144,7 +139,7 @@ def test_bfloat16_with_a_fragment_operand_at_thread_level(rng):
     fn = ragged_gemm(32, 64, 16, False, False, dtype="bfloat16", a_fragment=True)
     a, b, want = operands(rng, 50, 100, 40, False, False, ml_dtypes.bfloat16)
     got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
-    assert rel_err(got, want) <= 1e-3
+    assert relative_error(got, want) <= 1e-3
     reference = tilemlir.compile(fn, target="cpu", level="tile")(a, b)
     assert np.array_equal(got, reference)
 
@@ -178,4 +173,4 @@ def test_float16_accumulator_rounds_like_the_tile_level_reference(rng):
     a, b, want = operands(rng, 40, 64, 48, False, False, np.float16)
     got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
     assert np.array_equal(got, tilemlir.compile(fn, target="cpu", level="tile")(a, b))
-    assert rel_err(got, want) <= 1e-2
+    assert relative_error(got, want) <= 1e-2

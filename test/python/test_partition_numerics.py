@@ -13,6 +13,8 @@ import pytest
 import partition_support as ps
 import tilemlir
 import tilemlir.language as T
+from support import example_module
+from tilemlir.testing import relative_error
 
 RNG = np.random.default_rng()
 REDUCE = {"sum": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min, "abssum": T.reduce_abssum,
@@ -83,7 +85,7 @@ def test_row_reductions(kind, clear, n, block_m, threads):
     want = numpy_reduce(kind, x, 1)
     if not clear:
         want = combine(kind, want, 0.5)
-    assert ps.relative_error(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 @tilemlir.jit(out_idx=[1])
@@ -115,7 +117,7 @@ def test_column_reductions_read_padding_as_the_identity(kind):
     y = y[:3]  # block b writes row b
     padded = np.concatenate([x, np.full((16, 64), np.nan)])
     want = np.stack([numpy_reduce(kind, block[~np.isnan(block[:, 0])], 0) for block in padded.reshape(3, 32, 64)])
-    assert ps.relative_error(y, want) < 1e-6
+    assert relative_error(y, want) < 1e-6
 
 
 @tilemlir.jit(out_idx=[1])
@@ -139,7 +141,7 @@ def vector_total(N=1024, threads=128):
 def test_a_rank_one_reduction_read_outside_parallel(n, threads):
     x = RNG.standard_normal((3, n)).astype(np.float32)
     (y,), _ = simulate(vector_total.instantiate(N=n, threads=threads), [x])
-    assert ps.relative_error(y, x.astype(np.float64).sum(1)) < 1e-6
+    assert relative_error(y, x.astype(np.float64).sum(1)) < 1e-6
 
 
 # ----------------------------------------------------------------------------
@@ -218,7 +220,7 @@ def fill_levels(threads=64):
 def test_fills_and_shared_reuse():
     x = RNG.standard_normal((6, 32)).astype(np.float32)
     (y,), module = simulate(fill_levels.instantiate(), [x])
-    assert ps.relative_error(y, 2.0 * x + 3.0) < 1e-7
+    assert relative_error(y, 2.0 * x + 3.0) < 1e-7
 
 
 @tilemlir.jit(out_idx=[1])
@@ -242,31 +244,20 @@ def test_a_transposed_access_shares_the_layout_transposed():
     x = RNG.standard_normal((64, 32)).astype(np.float32)
     (y,), _ = simulate(transposed_pair.instantiate(), [x])
     want = np.concatenate([2 * x[k:k + 32].T for k in (0, 32)])
-    assert ps.relative_error(y, want) < 1e-7
+    assert relative_error(y, want) < 1e-7
 
 
 # ----------------------------------------------------------------------------
 # The example kernels.
 
 
-def example(name):
-    import importlib
-    import sys
-    from pathlib import Path
-
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
-    if examples not in sys.path:
-        sys.path.insert(0, examples)
-    return importlib.import_module(name)
-
-
 def run_example(name, params, input_args, tolerance):
-    module = example(name)
+    module = example_module(name)
     kernel = getattr(module, name).instantiate(**params)
     inputs = module.make_inputs(RNG, **input_args)
     outputs, thread_ir = simulate(kernel, inputs)
     for got, want in zip(outputs, module.reference(*inputs)):
-        assert ps.relative_error(got, want) < tolerance
+        assert relative_error(got, want) < tolerance
     return str(thread_ir)
 
 
@@ -345,7 +336,7 @@ def reduction_into(level="shared", N=128, block_M=4, threads=64):
 def test_fragment_reductions_into_shared_and_local_buffers(level, kind):
     x = RNG.standard_normal((10, 128)).astype(np.float16)  # f16 in, f32 accumulation
     (y,), _ = simulate(reduction_into.instantiate(level=level), [x])
-    assert ps.relative_error(y, numpy_reduce(kind, x, 1)) < 1e-6
+    assert relative_error(y, numpy_reduce(kind, x, 1)) < 1e-6
 
 
 @tilemlir.jit(out_idx=[1])
@@ -365,7 +356,7 @@ def middle_dim_reduction(threads=128):
 def test_a_middle_dim_of_a_rank_three_fragment():
     x = RNG.standard_normal((4, 8, 32)).astype(np.float32)
     (y,), _ = simulate(middle_dim_reduction.instantiate(), [x])
-    assert ps.relative_error(y, x.astype(np.float64).sum(1)) < 1e-6
+    assert relative_error(y, x.astype(np.float64).sum(1)) < 1e-6
 
 
 @tilemlir.jit(out_idx=[1])
@@ -385,5 +376,5 @@ def shared_source_reduction(threads=64):
 def test_a_shared_source_reduces_serially_per_destination_element():
     x = RNG.standard_normal((4, 64)).astype(np.float32)
     (y,), module = simulate(shared_source_reduction.instantiate(), [x])
-    assert ps.relative_error(y, np.abs(x.astype(np.float64)).sum(1)) < 1e-6
+    assert relative_error(y, np.abs(x.astype(np.float64)).sum(1)) < 1e-6
     assert str(module).count("gpu.barrier") == 1  # the copy into s, then the reads of other threads

@@ -9,6 +9,7 @@ import tilemlir
 import tilemlir.language as T
 from tilemlir.ir_util import walk_ops
 from tilemlir.mlir import ir
+from tilemlir.testing import relative_error
 
 ALLOWED_DIALECTS = {"scf", "arith", "math", "memref", "vector", "gpu", "func"}
 ALLOWED_TILE_OPS = {"tile.gemm", "tile.atomic_add", "tile.assume"}
@@ -24,9 +25,9 @@ EXAMPLES = [
 
 
 def example_kernel(name, params, factory=None):
-    from test_partition_numerics import example
+    from support import example_module
 
-    return getattr(example(name), factory or name).instantiate(**params)
+    return getattr(example_module(name), factory or name).instantiate(**params)
 
 
 def thread_ir(kernel) -> ir.Module:
@@ -129,7 +130,7 @@ def test_the_annotation_the_error_suggests_resolves_it():
     s = np.random.default_rng().standard_normal(64).astype(np.float32)
     module = thread_ir(row_and_column_scale.instantiate(annotate=True))
     (y,) = ps.call(module, [x, s], [2])
-    assert ps.relative_error(y, x * s[:, None] * s[None, :]) < 1e-6
+    assert relative_error(y, x * s[:, None] * s[None, :]) < 1e-6
 
 
 @tilemlir.jit(out_idx=[1])
@@ -158,7 +159,7 @@ def test_shared_memory_reused_across_a_pipelined_loop_is_race_free():
     text = str(module)
     assert "tile.num_stages = 2" in text
     (y,) = ps.call(module, [x], [1])  # simt raises on a missing barrier
-    assert ps.relative_error(y, x.astype(np.float64).sum(1)) < 1e-5
+    assert relative_error(y, x.astype(np.float64).sum(1)) < 1e-5
     # The copies into and out of `s` run on the same threads (one layout, the same indices): no barrier.
     # The reduction's exchange buffer (the row spans 2 warps) needs one before its write (the previous
     # iteration's readers) and one before its read.
@@ -193,4 +194,4 @@ def test_a_replicated_write_then_read_of_shared_memory_needs_a_barrier():
     module = thread_ir(row_statistic_through_shared.instantiate())
     assert str(module).count("gpu.barrier") == 1
     (y,) = ps.call(module, [x], [1])
-    assert ps.relative_error(y, x - 2 * x.max(1, keepdims=True)) < 1e-7
+    assert relative_error(y, x - 2 * x.max(1, keepdims=True)) < 1e-7

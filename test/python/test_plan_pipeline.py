@@ -7,11 +7,18 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.backends import cpu
+from tilemlir.backends.cpu.kernel import SimulationError, build
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import passes_until
+from tilemlir.testing import relative_error
+
+
+def simt_passes_until(stage: str) -> list[str]:
+    """The pipeline's passes with select-mma selecting nothing: these tests pipeline the CUDA-core gemm
+    (test_lower_gemm_mma.py pipelines the tensor-core one)."""
+    return ["select-mma{enable=false}" if p == "select-mma" else p for p in passes_until(stage)]
 
 
 def pipelined_gemm(num_stages, N=None, K=None, block_M=32, block_N=32, block_K=16, threads=128, dtype="float16"):
@@ -37,12 +44,6 @@ def pipelined_gemm(num_stages, N=None, K=None, block_M=32, block_N=32, block_K=1
     return gemm
 
 
-def rel_err(got, want) -> float:
-    got = np.asarray(got, np.float64)
-    assert np.isfinite(got).all()
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
-
-
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
 @pytest.mark.parametrize("m, n, k, static", [(45, 64, 37, False), (64, 32, 16 * 5 + 3, True), (33, 40, 20, True),
                                              (70, 64, 48, True)])
@@ -53,9 +54,9 @@ def test_pipelined_simt_gemm_matches_the_reference(num_stages, m, n, k, static, 
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
     want = a.astype(np.float64) @ b.astype(np.float64)
-    got = tilemlir.compile(fn, target="cpu", level="thread")(a, b)
-    reference = tilemlir.compile(fn, target="cpu", level="tile")(a, b)
-    assert rel_err(got, want) <= 1e-3
+    got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
+    reference = tilemlir.compile(fn, target="cpu", level="tile", tensor_cores=False)(a, b)
+    assert relative_error(got, want) <= 1e-3
     assert np.array_equal(got, reference)  # same products in the same k order at both levels
 
 
@@ -64,8 +65,8 @@ def test_fewer_tiles_than_stages(rng):
     fn = pipelined_gemm(4)
     a = rng.standard_normal((40, 20)).astype(np.float16)
     b = rng.standard_normal((20, 32)).astype(np.float16)
-    got = tilemlir.compile(fn, target="cpu", level="thread")(a, b)
-    assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+    got = tilemlir.compile(fn, target="cpu", level="thread", tensor_cores=False)(a, b)
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
 
 
 @pytest.mark.parametrize("num_stages", [2, 3, 4])
@@ -86,7 +87,7 @@ def test_ring_depth_and_group_counts(num_stages):
 def final_module(fn):
     module = fn.frontend().module()
     with module.context:
-        run_pipeline(module, ",".join(passes_until("final")))
+        run_pipeline(module, ",".join(simt_passes_until("final")))
     return module
 
 
@@ -105,15 +106,15 @@ def test_a_wait_that_retires_too_little_is_a_race(num_stages, rng):
     a = rng.standard_normal((40, 50)).astype(np.float16)
     b = rng.standard_normal((50, 32)).astype(np.float16)
     module = final_module(fn)
-    right = cpu.build(module, fn.frontend().info, level="thread")(a, b)  # the planned count: no race
-    assert rel_err(right, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+    right = build(module, fn.frontend().info, level="thread")(a, b)  # the planned count: no race
+    assert relative_error(right, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
     with module.context:
         waits = [op for op in ops_named(module.operation, "tile.cp_async_wait")]
         assert [w.attributes["pending"].value for w in waits] == [num_stages - 2] * len(waits)
         for wait in waits:
             wait.attributes["pending"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), num_stages - 1)
-    kernel = cpu.build(module, fn.frontend().info, level="thread")
-    with pytest.raises(cpu.SimulationError, match=r"data race on shared buffer 'A_s' .* while the cp.async of "
+    kernel = build(module, fn.frontend().info, level="thread")
+    with pytest.raises(SimulationError, match=r"data race on shared buffer 'A_s' .* while the cp.async of "
                                                   r"thread \d+ into it has not landed"):
         kernel(a, b)
 
@@ -124,7 +125,7 @@ def test_a_wait_that_retires_too_little_is_a_race(num_stages, rng):
 def swizzled_final_module(fn, widths):
     """The final-stage IR with `tile.swizzle` forced onto the shared tiles (a SIMT gemm gets none itself)."""
     module = fn.frontend().module()
-    passes = passes_until("final")
+    passes = simt_passes_until("final")
     with module.context:
         run_pipeline(module, ",".join(passes[:passes.index("plan-pipeline")]))
         allocs = ops_named(module.operation, "tile.alloc_shared")
@@ -143,10 +144,10 @@ def test_swizzled_rings_compute_the_same_gemm(widths, rng):
     b = rng.standard_normal((80, 64)).astype(np.float16)
     module = swizzled_final_module(fn, widths)
     assert str(module).count("arith.xori") >= 2 and str(module).count("tile.materialized") == 2
-    got = cpu.build(module, fn.frontend().info, level="thread")(a, b)
-    plain = cpu.build(final_module(fn), fn.frontend().info, level="thread")(a, b)
+    got = build(module, fn.frontend().info, level="thread")(a, b)
+    plain = build(final_module(fn), fn.frontend().info, level="thread")(a, b)
     assert np.array_equal(got, plain)
-    assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-3
 
 
 def test_tile_level_reference_runs_the_planned_pipeline(rng):
@@ -159,5 +160,5 @@ def test_tile_level_reference_runs_the_planned_pipeline(rng):
         assert "tile.cp_async_wait" in str(module) and "gpu.barrier" in str(module)
     a = rng.standard_normal((40, 50)).astype(np.float16)
     b = rng.standard_normal((50, 32)).astype(np.float16)
-    planned = cpu.build(module, fn.frontend().info, level="tile")(a, b)
-    assert np.array_equal(planned, tilemlir.compile(fn, target="cpu", level="tile")(a, b))
+    planned = build(module, fn.frontend().info, level="tile")(a, b)
+    assert np.array_equal(planned, tilemlir.compile(fn, target="cpu", level="tile", tensor_cores=False)(a, b))

@@ -11,6 +11,7 @@ import pytest
 
 from tilemlir.backends.cpu.simulate import ptx_isa as isa
 from tilemlir.backends.cpu.simulate.ptx_isa import AsyncCopies, AsyncCopyRace, Mma, PtxError
+from tilemlir.testing import relative_error
 
 MMAS = [f"mma.sync.aligned.{shape}.row.col.{types}" for shape in ("m16n8k16", "m16n8k8")
         for types in ("f32.f16.f16.f32", "f32.bf16.bf16.f32", "f16.f16.f16.f16")]
@@ -28,10 +29,6 @@ def run_mma(inst: Mma, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
                      isa.fragment_registers(inst.fragment("b"), b, inst.btype),
                      isa.fragment_registers(inst.fragment("c"), c, inst.ctype))
     return isa.fragment_matrix(inst.fragment("c"), d, inst.dtype).astype(np.float64)
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
 
 
 # -- mma.sync ----------------------------------------------------------------------------------
@@ -398,3 +395,15 @@ def test_cp_async_rejects_what_the_isa_forbids(kwargs, problem):
 def test_wait_group_needs_a_non_negative_count():
     with pytest.raises(PtxError, match="non-negative integer constant, got -1"):
         AsyncCopies().wait(0, -1)
+
+
+def test_the_isa_model_loads_without_mlir():
+    """benchmarks/mma_ceiling.py runs it on the GPU machine, which has no MLIR: the CPU backend's
+    package face must not import its MLIR-using modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom tilemlir.backends.cpu.simulate import ptx_isa\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('torch_mlir', 'tilemlir.mlir', 'llvmlite'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

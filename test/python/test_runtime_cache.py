@@ -16,19 +16,8 @@ from tilemlir.runtime.artifact import Artifact
 from tilemlir.runtime.builder import build, cached, load
 from tilemlir.runtime.kernel import override_file_name
 from tilemlir.runtime.nvrtc import CompileOptions, compile_cuda
-from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
-
-SOURCE = r'''extern "C" __global__ void __launch_bounds__(128) axpy(const float* __restrict__ x, float* __restrict__ y,
-                                                     float a, long long N) {
-  long long i = (long long)blockIdx.x * 128 + threadIdx.x;
-  if (i < N) y[i] = a * x[i] + y[i];
-}
-'''
-SIGNATURE = KernelSignature(
-    name="axpy",
-    params=(TensorParam("x", "float32", ("N",)), TensorParam("y", "float32", ("N",)), ScalarParam("a", "float32")),
-    symbols=("N",), grid=("(N + 127) // 128", "1", "1"), block=(128, 1, 1), cuda_params=("x", "y", "a", "N"))
-
+from tilemlir.runtime.signature import KernelSignature
+from support import AXPY_SIGNATURE, AXPY_SOURCE
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
@@ -41,74 +30,74 @@ def private_cache(tmp_path, monkeypatch):
 
 def test_key_changes_with_every_input(monkeypatch):
     options = CompileOptions(arch="sm_90a")
-    base = cache.make_key(SOURCE, options, extra="sig")
-    assert base == cache.make_key(SOURCE, CompileOptions(arch="sm_90a"), extra="sig")
+    base = cache.make_key(AXPY_SOURCE, options, extra="sig")
+    assert base == cache.make_key(AXPY_SOURCE, CompileOptions(arch="sm_90a"), extra="sig")
     variants = {
-        cache.make_key(SOURCE + " ", options, extra="sig"),
-        cache.make_key(SOURCE, options, extra="sig2"),
-        cache.make_key(SOURCE, CompileOptions(arch="sm_80"), extra="sig"),
-        cache.make_key(SOURCE, CompileOptions(arch="sm_90a", fmad=False), extra="sig"),
-        cache.make_key(SOURCE, CompileOptions(arch="sm_90a", fast_math=True), extra="sig"),
-        cache.make_key(SOURCE, CompileOptions(arch="sm_90a", lineinfo=False), extra="sig"),
+        cache.make_key(AXPY_SOURCE + " ", options, extra="sig"),
+        cache.make_key(AXPY_SOURCE, options, extra="sig2"),
+        cache.make_key(AXPY_SOURCE, CompileOptions(arch="sm_80"), extra="sig"),
+        cache.make_key(AXPY_SOURCE, CompileOptions(arch="sm_90a", fmad=False), extra="sig"),
+        cache.make_key(AXPY_SOURCE, CompileOptions(arch="sm_90a", fast_math=True), extra="sig"),
+        cache.make_key(AXPY_SOURCE, CompileOptions(arch="sm_90a", lineinfo=False), extra="sig"),
     }
     with monkeypatch.context() as patch:
         patch.setattr(cache, "nvrtc_version", lambda: "99.9")
-        variants.add(cache.make_key(SOURCE, options, extra="sig"))
+        variants.add(cache.make_key(AXPY_SOURCE, options, extra="sig"))
     with monkeypatch.context() as patch:
         patch.setattr(cache, "tilemlir_version", lambda: "9.9.9")
-        variants.add(cache.make_key(SOURCE, options, extra="sig"))
+        variants.add(cache.make_key(AXPY_SOURCE, options, extra="sig"))
     assert base not in variants and len(variants) == 8
 
 
 @pytest.fixture(scope="module")
 def cubin():
-    return compile_cuda(SOURCE, "axpy", CompileOptions())
+    return compile_cuda(AXPY_SOURCE, "axpy", CompileOptions())
 
 
 def test_store_then_lookup_round_trips_the_artifact(private_cache, cubin):
-    key = cache.make_key(SOURCE, CompileOptions(), "x")
+    key = cache.make_key(AXPY_SOURCE, CompileOptions(), "x")
     assert cache.lookup(key) is None
-    entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions(arch="sm_90a", fmad=False))
+    entry = cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions(arch="sm_90a", fmad=False))
     assert entry == private_cache / "v2" / key[:2] / key
     assert sorted(p.name for p in entry.iterdir()) == ["axpy.cu", "axpy.cubin", "axpy_host.cu", "build.json",
                                                         "manifest.json", "signature.json"]
     manifest = json.loads((entry / "manifest.json").read_text())
     assert manifest["key"] == key and manifest["files"]["axpy.cubin"] == hashlib.sha256(cubin).hexdigest()
-    assert cache.lookup(key) == Artifact(SIGNATURE, SOURCE, cubin, CompileOptions(arch="sm_90a", fmad=False))
+    assert cache.lookup(key) == Artifact(AXPY_SIGNATURE, AXPY_SOURCE, cubin, CompileOptions(arch="sm_90a", fmad=False))
     for kernel in (cached(key), load(entry)):
-        assert kernel.signature == SIGNATURE and kernel.cubin == cubin and kernel.cuda_source() == SOURCE
+        assert kernel.signature == AXPY_SIGNATURE and kernel.cubin == cubin and kernel.cuda_source() == AXPY_SOURCE
         assert kernel.options == CompileOptions(arch="sm_90a", fmad=False)
 
 
 def test_entries_appear_whole_or_not_at_all(monkeypatch, private_cache, cubin, caplog):
-    key = cache.make_key(SOURCE, CompileOptions(), "atomic")
+    key = cache.make_key(AXPY_SOURCE, CompileOptions(), "atomic")
 
     def fail_midway(directory, key, files):
-        (directory / "axpy.cu").write_text(SOURCE)
+        (directory / "axpy.cu").write_text(AXPY_SOURCE)
         raise OSError("disk full")
 
     monkeypatch.setattr(cache, "_write_entry", fail_midway)
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        assert cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions()) is None
+        assert cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions()) is None
     assert any("could not store the cache entry" in r.message and "disk full" in r.message for r in caplog.records)
     assert cache.lookup(key) is None
     assert os.listdir(private_cache / "v2" / key[:2]) == []  # no staging directory left behind
 
 
 def test_a_concurrent_writer_wins_and_nothing_is_left_over(private_cache, cubin):
-    key = cache.make_key(SOURCE, CompileOptions(), "race")
-    first = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
-    second = cache.store(key, SOURCE, cubin + b"\0" * 8, SIGNATURE, CompileOptions())
+    key = cache.make_key(AXPY_SOURCE, CompileOptions(), "race")
+    first = cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions())
+    second = cache.store(key, AXPY_SOURCE, cubin + b"\0" * 8, AXPY_SIGNATURE, CompileOptions())
     assert first == second
     assert cache.lookup(key).cubin == cubin
     assert os.listdir(first.parent) == [key]
 
 
 def test_a_damaged_entry_is_replaced_by_the_next_store(private_cache, cubin):
-    key = cache.make_key(SOURCE, CompileOptions(), "replace")
-    entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+    key = cache.make_key(AXPY_SOURCE, CompileOptions(), "replace")
+    entry = cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions())
     (entry / "axpy.cubin").write_bytes(cubin[:100])
-    assert cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions()) == entry
+    assert cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions()) == entry
     assert cache.lookup(key).cubin == cubin
     assert os.listdir(entry.parent) == [key]
 
@@ -116,8 +105,8 @@ def test_a_damaged_entry_is_replaced_by_the_next_store(private_cache, cubin):
 @pytest.mark.parametrize("manifest", [None, b"", b"\xff", b"[1, 2]", b'{"version": 1, "key": "another", "files": {}}',
                                       b'{"version": 1, "key": "KEY", "files": {"../../x": "0"}}'])
 def test_an_entry_without_a_manifest_of_its_key_is_discarded(private_cache, cubin, manifest, caplog):
-    key = cache.make_key(SOURCE, CompileOptions(), "partial")
-    entry = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+    key = cache.make_key(AXPY_SOURCE, CompileOptions(), "partial")
+    entry = cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions())
     if manifest is None:
         (entry / "manifest.json").unlink()
     else:
@@ -131,7 +120,7 @@ def test_an_entry_without_a_manifest_of_its_key_is_discarded(private_cache, cubi
 
 def test_build_compiles_once_then_hits_the_cache(monkeypatch, caplog):
     caplog.set_level(logging.DEBUG, logger="tilemlir.runtime")
-    cold = build(SOURCE, SIGNATURE, arch="sm_90a")
+    cold = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     assert cold.cubin[:4] == b"\x7fELF" and cold.arch == "sm_90a"
     assert any("cold compile of axpy" in r.message for r in caplog.records)
 
@@ -139,17 +128,17 @@ def test_build_compiles_once_then_hits_the_cache(monkeypatch, caplog):
         raise AssertionError("compiled although the cache holds the kernel")
 
     monkeypatch.setattr(builder_module, "compile_cuda", no_compile)
-    warm = build(SOURCE, SIGNATURE, arch="sm_90a")
-    assert warm.cubin == cold.cubin and warm.signature == SIGNATURE
+    warm = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    assert warm.cubin == cold.cubin and warm.signature == AXPY_SIGNATURE
     assert any("cache hit for axpy" in r.message for r in caplog.records)
     with pytest.raises(AssertionError, match="compiled although"):
-        build(SOURCE, SIGNATURE, arch="sm_90a", use_cache=False)
+        build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a", use_cache=False)
     monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
     with pytest.raises(AssertionError, match="compiled although"):
-        build(SOURCE, SIGNATURE, arch="sm_90a")
+        build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     monkeypatch.delenv("TILEMLIR_DISABLE_CACHE")
     with pytest.raises(AssertionError, match="compiled although"):
-        build(SOURCE, SIGNATURE, arch="sm_90a", fmad=False)
+        build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a", fmad=False)
 
 
 OVERRIDE_NAME = re.compile(r"^axpy-[0-9a-f]{12}\.cu$")
@@ -164,63 +153,63 @@ def override(tmp_path, monkeypatch):
 
 
 def test_cuda_override_directory_replaces_the_generated_source(override, caplog):
-    name = override_file_name(SOURCE, SIGNATURE)
-    assert OVERRIDE_NAME.match(name) and build(SOURCE, SIGNATURE, arch="sm_90a").override_file == name
-    edited = SOURCE.replace("a * x[i] + y[i]", "y[i] + a * x[i]")
+    name = override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)
+    assert OVERRIDE_NAME.match(name) and build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a").override_file == name
+    edited = AXPY_SOURCE.replace("a * x[i] + y[i]", "y[i] + a * x[i]")
     (override / name).write_text(edited)
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
+        kernel = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     assert kernel.cuda_source() == edited and kernel.override_file == name
     assert any(f"compiling {override / name} instead of the generated source of axpy" in r.message
                for r in caplog.records)
-    other = SIGNATURE.__class__.from_dict(dict(SIGNATURE.to_dict(), name="axpy2"))
-    assert build(SOURCE.replace("axpy(", "axpy2("), other, arch="sm_90a").cuda_source().count("axpy2(") == 1
+    other = AXPY_SIGNATURE.__class__.from_dict(dict(AXPY_SIGNATURE.to_dict(), name="axpy2"))
+    assert build(AXPY_SOURCE.replace("axpy(", "axpy2("), other, arch="sm_90a").cuda_source().count("axpy2(") == 1
 
 
 def test_an_override_of_one_kernel_is_not_compiled_into_another_of_the_same_name(override, caplog):
-    (override / override_file_name(SOURCE, SIGNATURE)).write_text(SOURCE.replace("a * x[i] + y[i]", "0.0f"))
-    subtract = SOURCE.replace("a * x[i] + y[i]", "a * x[i] - y[i]")
+    (override / override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)).write_text(AXPY_SOURCE.replace("a * x[i] + y[i]", "0.0f"))
+    subtract = AXPY_SOURCE.replace("a * x[i] + y[i]", "a * x[i] - y[i]")
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        other = build(subtract, SIGNATURE, arch="sm_90a")
-    assert other.cuda_source() == subtract and other.override_file != override_file_name(SOURCE, SIGNATURE)
-    assert any(f"{override} has {override_file_name(SOURCE, SIGNATURE)} but not {other.override_file}" in r.message
+        other = build(subtract, AXPY_SIGNATURE, arch="sm_90a")
+    assert other.cuda_source() == subtract and other.override_file != override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)
+    assert any(f"{override} has {override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)} but not {other.override_file}" in r.message
                for r in caplog.records)
 
 
 def test_an_override_file_by_the_bare_kernel_name_is_not_used_and_the_warning_names_the_file(override, caplog):
-    (override / "axpy.cu").write_text(SOURCE.replace("a * x[i] + y[i]", "0.0f"))
+    (override / "axpy.cu").write_text(AXPY_SOURCE.replace("a * x[i] + y[i]", "0.0f"))
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
-    assert kernel.cuda_source() == SOURCE
+        kernel = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    assert kernel.cuda_source() == AXPY_SOURCE
     assert any(f"has axpy.cu but not {kernel.override_file}" in r.message for r in caplog.records)
 
 
 def test_an_override_whose_parameters_differ_is_an_error_naming_the_file(override):
-    path = override / override_file_name(SOURCE, SIGNATURE)
-    path.write_text(SOURCE.replace("float a, long long N", "double a, long long N"))
+    path = override / override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)
+    path.write_text(AXPY_SOURCE.replace("float a, long long N", "double a, long long N"))
     with pytest.raises(CompileError, match=f"the TILEMLIR_CUDA_OVERRIDE file {re.escape(str(path))}: the parameters "
                                            r"of extern \"C\" __global__ axpy do not match .*parameter 3 is the float32 "
                                            r"scalar a \(`float a`\), declared `double a`"):
-        build(SOURCE, SIGNATURE, arch="sm_90a")
+        build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(CompileError, match=f"the TILEMLIR_CUDA_OVERRIDE file {re.escape(str(path))} is not UTF-8"):
-        build(SOURCE, SIGNATURE, arch="sm_90a")
+        build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
 
 
 def test_dump_dir_receives_the_compiled_source_under_the_override_name(tmp_path, monkeypatch):
     monkeypatch.setenv("TILEMLIR_DUMP_DIR", str(tmp_path / "dump"))
-    kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
+    kernel = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     assert OVERRIDE_NAME.match(kernel.override_file)
-    assert (tmp_path / "dump" / kernel.override_file).read_text() == SOURCE
+    assert (tmp_path / "dump" / kernel.override_file).read_text() == AXPY_SOURCE
 
 
 def test_with_cuda_source_keeps_signature_and_options():
-    kernel = build(SOURCE, SIGNATURE, arch="sm_90a", fmad=False)
-    edited = SOURCE.replace("if (i < N)", "if (i < N && a != 0.0f)")
+    kernel = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a", fmad=False)
+    edited = AXPY_SOURCE.replace("if (i < N)", "if (i < N && a != 0.0f)")
     tuned = kernel.with_cuda_source(edited)
-    assert tuned.cuda_source() == edited and tuned.signature == SIGNATURE
+    assert tuned.cuda_source() == edited and tuned.signature == AXPY_SIGNATURE
     assert tuned.options == kernel.options and tuned.cubin != kernel.cubin
-    assert tuned.override_file == kernel.override_file == override_file_name(SOURCE, SIGNATURE)
+    assert tuned.override_file == kernel.override_file == override_file_name(AXPY_SOURCE, AXPY_SIGNATURE)
 
 
 def _entry_of(source, signature, options):
@@ -232,8 +221,8 @@ def _truncate(path):
 
 
 def _another_shape(path):
-    path.write_text(KernelSignature.from_dict(dict(SIGNATURE.to_dict(), params=[
-        dict(p, shape=["N", 2]) if p["kind"] == "tensor" else p for p in SIGNATURE.to_dict()["params"]])).to_json())
+    path.write_text(KernelSignature.from_dict(dict(AXPY_SIGNATURE.to_dict(), params=[
+        dict(p, shape=["N", 2]) if p["kind"] == "tensor" else p for p in AXPY_SIGNATURE.to_dict()["params"]])).to_json())
 
 
 CORRUPTIONS = {
@@ -250,43 +239,43 @@ CORRUPTIONS = {
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
 def test_a_damaged_entry_is_discarded_and_the_kernel_compiled_again(corruption, monkeypatch, caplog):
-    cold = build(SOURCE, SIGNATURE, arch="sm_90a")
+    cold = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     name, damage = CORRUPTIONS[corruption]
-    damage(_entry_of(SOURCE, SIGNATURE, cold.options) / name)
+    damage(_entry_of(AXPY_SOURCE, AXPY_SIGNATURE, cold.options) / name)
     compiles = []
     real_compile = builder_module.compile_cuda
     monkeypatch.setattr(builder_module, "compile_cuda", lambda *a: compiles.append(a) or real_compile(*a))
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        again = build(SOURCE, SIGNATURE, arch="sm_90a")
+        again = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
     assert len(compiles) == 1
-    assert again.cubin == cold.cubin and again.signature == SIGNATURE and again.cuda_source() == SOURCE
+    assert again.cubin == cold.cubin and again.signature == AXPY_SIGNATURE and again.cuda_source() == AXPY_SOURCE
     assert any("damaged cache entry" in r.message for r in caplog.records)
-    warm = build(SOURCE, SIGNATURE, arch="sm_90a")  # the entry stored again is whole
+    warm = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")  # the entry stored again is whole
     assert len(compiles) == 1 and warm.cubin == cold.cubin
 
 
 def test_a_whole_entry_of_another_kernel_under_the_key_is_discarded(monkeypatch, caplog):
-    cold = build(SOURCE, SIGNATURE, arch="sm_90a")
-    key = cache.make_key(SOURCE, cold.options, extra=SIGNATURE.to_json())
-    other = KernelSignature.from_dict(dict(SIGNATURE.to_dict(), block=[64, 1, 1]))
+    cold = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    key = cache.make_key(AXPY_SOURCE, cold.options, extra=AXPY_SIGNATURE.to_json())
+    other = KernelSignature.from_dict(dict(AXPY_SIGNATURE.to_dict(), block=[64, 1, 1]))
     shutil.rmtree(cache.entry_dir(key))
-    cache.store(key, SOURCE, cold.cubin, other, cold.options)  # a manifest that matches, of the wrong kernel
+    cache.store(key, AXPY_SOURCE, cold.cubin, other, cold.options)  # a manifest that matches, of the wrong kernel
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        again = build(SOURCE, SIGNATURE, arch="sm_90a")
-    assert again.signature == SIGNATURE and again.signature.block == (128, 1, 1)
+        again = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    assert again.signature == AXPY_SIGNATURE and again.signature.block == (128, 1, 1)
     assert any("another signature than the kernel's" in r.message for r in caplog.records)
-    assert cache.lookup(key).signature == SIGNATURE
+    assert cache.lookup(key).signature == AXPY_SIGNATURE
 
 
 def test_with_cuda_source_refuses_a_source_whose_parameters_differ():
-    kernel = build(SOURCE, SIGNATURE, arch="sm_90a")
-    edited = SOURCE.replace("float a, long long N", "long long N")
+    kernel = build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    edited = AXPY_SOURCE.replace("float a, long long N", "long long N")
     with pytest.raises(CompileError, match=r"the source given to with_cuda_source: the parameters of extern \"C\" "
                                            r"__global__ axpy do not match .* it declares 3 parameters, the "
                                            r"signature has 4"):
         kernel.with_cuda_source(edited.replace("a * x[i]", "2.0f * x[i]"))
     with pytest.raises(CompileError, match="the source given to with_cuda_source declares no extern"):
-        kernel.with_cuda_source(SOURCE.replace("axpy(", "axpy_tuned("))
+        kernel.with_cuda_source(AXPY_SOURCE.replace("axpy(", "axpy_tuned("))
 
 
 def _race(barrier, keys, cubin, failures):
@@ -297,7 +286,7 @@ def _race(barrier, keys, cubin, failures):
     logging.getLogger("tilemlir.runtime").addHandler(handler)
     for key in keys:
         barrier.wait()
-        stored = cache.store(key, SOURCE, cubin, SIGNATURE, CompileOptions())
+        stored = cache.store(key, AXPY_SOURCE, cubin, AXPY_SIGNATURE, CompileOptions())
         kernel = cache.lookup(key)
         if stored != cache.entry_dir(key) or kernel is None or kernel.cubin != cubin:
             failures.put(f"{key[:8]}: stored {stored}, read {kernel}")
@@ -310,7 +299,7 @@ def test_processes_storing_one_entry_at_once_leave_it_whole(private_cache, cubin
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    keys = [cache.make_key(SOURCE, CompileOptions(), f"race {n}") for n in range(20)]
+    keys = [cache.make_key(AXPY_SOURCE, CompileOptions(), f"race {n}") for n in range(20)]
     barrier, failures = context.Barrier(4), context.Queue()
     racers = [context.Process(target=_race, args=(barrier, keys, cubin, failures)) for _ in range(4)]
     for racer in racers:

@@ -67,19 +67,19 @@ def test_group_write_is_refused_unless_the_group_is_the_users_own(tmp_path):
 
 
 def test_a_cache_dir_others_may_write_is_neither_read_nor_written(tmp_path, monkeypatch, caplog):
-    from test_runtime_cache import SIGNATURE, SOURCE
+    from support import AXPY_SIGNATURE, AXPY_SOURCE
     from tilemlir.runtime import builder, cache
 
     monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
-    kernel = builder.build(SOURCE, SIGNATURE, arch="sm_90a")
-    key = cache.make_key(SOURCE, kernel.options, extra=SIGNATURE.to_json())
+    kernel = builder.build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+    key = cache.make_key(AXPY_SOURCE, kernel.options, extra=AXPY_SIGNATURE.to_json())
     assert cache.lookup(key) is not None
     (tmp_path / "cache").chmod(0o777)
     compiles = []
     monkeypatch.setattr(builder, "compile_cuda", lambda *a: compiles.append(a) or kernel.cubin)
     with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
-        builder.build(SOURCE, SIGNATURE, arch="sm_90a")
-        assert cache.store(key, SOURCE, kernel.cubin, SIGNATURE, kernel.options) is None
+        builder.build(AXPY_SOURCE, AXPY_SIGNATURE, arch="sm_90a")
+        assert cache.store(key, AXPY_SOURCE, kernel.cubin, AXPY_SIGNATURE, kernel.options) is None
     assert len(compiles) == 1
     assert any("not using the disk cache there" in r.message for r in caplog.records)
 

@@ -199,3 +199,25 @@ def test_bench_quantiles_and_bad_modes():
         testing.do_bench(lambda: None, return_mode="p50")
     with pytest.raises(ValueError, match=r"quantiles must lie in \[0, 1\]"):
         testing.do_bench(lambda: None, quantiles=[50])
+
+
+def test_relative_error_is_the_norm_of_the_difference_over_the_norm_of_the_reference(rng):
+    want = rng.standard_normal((3, 5))
+    got = (want + 1e-3 * rng.standard_normal((3, 5))).astype(np.float32)
+    expected = np.sqrt(((got.astype(np.float64) - want) ** 2).sum() / (want**2).sum())
+    assert testing.relative_error(got, want) == pytest.approx(expected, rel=1e-12)
+    rows = testing.relative_error(got, want, axis=1)
+    assert rows.shape == (3,) and rows == pytest.approx(np.linalg.norm(got - want, axis=1) / np.linalg.norm(want, axis=1))
+    assert testing.relative_error(got, want, scale=2 * want) == pytest.approx(expected / 2, rel=1e-12)
+    halves = got.astype(ml_dtypes.bfloat16)
+    assert testing.relative_error(halves, want) == pytest.approx(
+        np.linalg.norm(halves.astype(np.float64) - want) / np.linalg.norm(want), rel=1e-12)
+
+
+def test_relative_error_of_a_result_with_a_nan_or_an_infinity_is_infinite(rng):
+    want = rng.standard_normal((2, 4))
+    for poison in (np.nan, np.inf):
+        got = want.copy()
+        got[1, 2] = poison
+        assert testing.relative_error(got, want) == np.inf
+        assert list(testing.relative_error(got, want, axis=1)) == [0.0, np.inf]

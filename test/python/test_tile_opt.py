@@ -267,3 +267,77 @@ def test_console_script_in_a_subprocess(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith(f"{bad}:2:18: error: expected SSA operand")
     assert_no_traceback(result.stderr)
+
+
+GEMM_SOURCE = '''
+import tilemlir
+import tilemlir.language as T
+
+
+@tilemlir.jit(out_idx=[-1])
+def matmul(N=64, K=64, block_M=32, block_N=32, block_K=16, dtype="float16", accum_dtype="float32"):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_K, block_N), dtype)
+            C_f = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return gemm
+'''
+
+
+def _gemm(tmp_path):
+    import importlib.util
+
+    path = tmp_path / "gemm_kernel.py"
+    path.write_text(GEMM_SOURCE)
+    spec = importlib.util.spec_from_file_location("gemm_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.matmul.instantiate()
+
+
+def _softmax(tmp_path):
+    from tilemlir.kernels.softmax import softmax
+
+    return softmax.instantiate(1024, "float16")
+
+
+@pytest.mark.parametrize("make", [_gemm, _softmax], ids=["gemm", "softmax"])
+@pytest.mark.parametrize("stage", ["thread", "final"])
+def test_stage_reproduces_a_kernels_ir_from_its_frontend_ir(make, stage, write, tmp_path):
+    """`tile-opt --stage S` of `k.ir("frontend")` prints `k.ir(S)`, text for text."""
+    import tilemlir
+
+    kernel = tilemlir.compile(make(tmp_path), target="cpu", level="thread")
+    status, out, err = tile_opt([write(kernel.ir("frontend")), "--stage", stage])
+    assert (status, err) == (0, "")
+    assert out.rstrip("\n") == kernel.ir(stage).rstrip("\n")
+    assert out != kernel.ir("frontend")
+
+
+def test_pipeline_runs_one_named_pipeline(write, capsys):
+    """`--pipeline cpu-tile` is `-p lower-tile-to-loops`; an unknown name is a usage error naming the choices."""
+    from tilemlir.kernels.softmax import softmax
+
+    frontend = write(tilemlir_lower(softmax.instantiate(1024, "float16")))
+    named = tile_opt([frontend, "--pipeline", "cpu-tile"])
+    spelled = tile_opt([frontend, "-p", "lower-tile-to-loops"])
+    assert named[0] == 0 and named == spelled and "scf.for" in named[1]
+    status, out, err = tile_opt([frontend, "--pipeline", "cuda-fast"], capsys=capsys)
+    assert status != 0 and "invalid choice: 'cuda-fast'" in err and "cpu-llvm" in err
+
+
+def tilemlir_lower(fn) -> str:
+    import tilemlir
+
+    return tilemlir.lower(fn, "frontend")

@@ -13,10 +13,10 @@ import re
 
 import numpy as np
 import pytest
-from test_emit_cuda import emitted_cuda
 
 import tilemlir
 import tilemlir.language as T
+from support import compiles, emitted_cuda
 from tilemlir.diagnostics import CompileError
 
 LEVELS = ("tile", "thread")
@@ -422,12 +422,6 @@ UNSIGNED_C = {"uint8": "unsigned char", "uint16": "unsigned short", "uint32": "u
               "uint64": "unsigned long long"}
 
 
-def nvrtc_compiles(emitted):
-    from test_emit_cuda import compiles
-
-    return compiles(emitted)
-
-
 @pytest.mark.parametrize("dtype", UNSIGNED)
 def test_cuda_converts_unsigned_loads_to_float_through_their_own_width(dtype):
     emitted = emitted_cuda(to_float_kernel(dtype))
@@ -435,7 +429,7 @@ def test_cuda_converts_unsigned_loads_to_float_through_their_own_width(dtype):
     unsigned = UNSIGNED_C[dtype]
     assert f"(float)({unsigned})X[" in body, body  # not (float)(unsigned int) of a sign-extended signed char
     assert emitted.signature.params[0].dtype == dtype  # the runtime accepts uint tensors, not int ones
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 @pytest.mark.parametrize("dtype", UNSIGNED)
@@ -446,7 +440,7 @@ def test_cuda_reductions_of_unsigned_fragments_compare_unsigned_and_shuffle(dtyp
     assert f"max(({unsigned})" in body and f"min(({unsigned})" in body
     assert "__shfl_xor_sync" in body  # narrow integers are shuffled as int
     assert f"int{np.iinfo(dtype).bits}" not in [p.dtype for p in emitted.signature.params]
-    ptx = nvrtc_compiles(emitted)
+    ptx = compiles(emitted)
     assert "shfl.sync.bfly.b32" in ptx
 
 
@@ -462,7 +456,7 @@ ELEMENT_CASTS = [  # (op, source, destination, expected C)
 
 
 def test_cuda_element_conversions_of_narrow_unsigned_integers():
-    from test_emit_cuda import elementwise_module, emit_text, normalized
+    from support import elementwise_module, emit_text, normalized
 
     inputs = {f"I{i}": src for i, (_, src, _, _) in enumerate(ELEMENT_CASTS)}
     outputs = {f"O{i}": dst for i, (_, _, dst, _) in enumerate(ELEMENT_CASTS)}
@@ -472,12 +466,12 @@ def test_cuda_element_conversions_of_narrow_unsigned_integers():
     for i, (_, _, _, expected) in enumerate(ELEMENT_CASTS):
         text = normalized(emitted.source, f"I{i}").replace(f"I{i}_v", "X_v")
         assert f"O{i}[bx * 64 + tx] = {expected};" in text, (expected, emitted.source)
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 def test_cuda_does_not_assume_narrow_sums_of_non_negative_values_stay_non_negative():
     """(x & 127) + 100 on i8 wraps past 127: its uitofp must still read the bits as unsigned."""
-    from test_emit_cuda import elementwise_module, emit_text, normalized
+    from support import elementwise_module, emit_text, normalized
 
     ops = """      %m = arith.constant 127 : i8
       %h = arith.constant 100 : i8
@@ -491,7 +485,7 @@ def test_cuda_does_not_assume_narrow_sums_of_non_negative_values_stay_non_negati
     low = re.search(r"signed char (\w+) = \(signed char\)\(X_v & 127\);", text).group(1)
     assert f"Y[bx * 64 + tx] = (float)(unsigned char)(signed char)({low} + 100);" in text, text
     assert f"Z[bx * 64 + tx] = (unsigned char)(signed char)({low} * 100) < 100;" in text, text
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 # -- guards: an index computed from unsigned values is not the signed reading of its bits -------------------------
@@ -649,7 +643,7 @@ def test_cuda_wrapping_arithmetic_is_unsigned_in_c():
     assert products, body
     for h in products:  # a wrapped result feeds the next unsigned sum without casts back and forth
         assert f"(int)(((unsigned int){h} << 7) + ((unsigned int){h} >> 25) + 3000000000u)" in body, body
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 def test_cuda_64_bit_constants_beyond_the_signed_range():
@@ -658,17 +652,17 @@ def test_cuda_64_bit_constants_beyond_the_signed_range():
     assert "(unsigned long long)" in body and "> 9223372036854775808ull" in body, body
     assert "^ -9223372036854775807LL" in body  # 0x8000000000000001's bits, as a long long
     assert "-9223372036854775808LL" not in body  # not a literal: 9223372036854775808LL does not fit
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 def test_cuda_int64_minimum_literal():
-    from test_emit_cuda import elementwise_module, emit_text, normalized
+    from support import elementwise_module, emit_text, normalized
 
     ops = """      %m = arith.constant -9223372036854775808 : i64
       %Y_r = arith.xori %X_v, %m : i64"""
     emitted = emit_text(elementwise_module({"X": "i64"}, {"Y": "i64"}, ops))
     assert "Y[bx * 64 + tx] = X_v ^ (-9223372036854775807LL - 1);" in normalized(emitted.source, "X")
-    nvrtc_compiles(emitted)
+    compiles(emitted)
 
 
 # -- grid extents from narrow unsigned scalars divided by constants with the top bit set --------------------------
@@ -713,7 +707,7 @@ def test_grid_from_a_narrow_unsigned_scalar_and_a_large_divisor(dtype, divisor, 
 
 
 def test_narrow_unsigned_grid_kernel_compiles():
-    nvrtc_compiles(emitted_cuda(narrow_grid_kernel("uint8", 200)))
+    compiles(emitted_cuda(narrow_grid_kernel("uint8", 200)))
 
 
 # -- padding of copies that change signedness: the identity of the fragment's reduction, not the read's -----------

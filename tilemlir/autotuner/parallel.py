@@ -227,10 +227,11 @@ def _compile_one(worker: _Worker, task: bytes, config: dict, options: dict, func
 def _adopt(function: Any, config: dict, artifact: Artifact, options: dict) -> Any:
     """The tilemlir.Kernel, in this process, of an artifact a worker compiled."""
     from tilemlir.api import Kernel
+    from tilemlir.options import options_for
     from tilemlir.runtime.kernel import CompiledKernel
     from tilemlir.runtime.nvrtc import CompileOptions
     from tilemlir.runtime.signature import KernelSignature
 
     compiled = CompiledKernel(KernelSignature.from_json(artifact.signature), artifact.source, artifact.cubin,
                               CompileOptions(**artifact.options))
-    return Kernel(function.instantiate(**config), "cuda", {**function.options, **options}, compiled)
+    return Kernel(function.instantiate(**config), options_for("cuda", {**function.options, **options}), compiled)

@@ -92,7 +92,7 @@ def compile_task(reference: Reference, config: dict, options: dict) -> Reply:
         return Reply(error=describe(exc), pid=os.getpid(), importable=False)
     try:
         kernel = function.instantiate(**config).compile("cuda", **options)
-        compiled = getattr(kernel.artifact, "kernel", kernel.artifact)
+        compiled = kernel.compiled
         artifact = Artifact(compiled.cuda_source(), compiled.cubin, compiled.signature.to_json(),
                             compiled.options.to_dict())
         return Reply(artifact, seconds=time.perf_counter() - start, pid=os.getpid())

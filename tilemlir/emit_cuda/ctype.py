@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from tilemlir.mlir import ir
 
-_FLOATS = {
-    "f16": ("half", "float16", 2),
-    "bf16": ("__nv_bfloat16", "bfloat16", 2),
-    "f32": ("float", "float32", 4),
-    "f64": ("double", "float64", 8),
-    "f8E4M3FN": ("__nv_fp8_e4m3", "float8_e4m3", 1),
-    "f8E5M2": ("__nv_fp8_e5m2", "float8_e5m2", 1),
+_FLOATS = {  # (CUDA spelling, bytes); the runtime dtype names are analysis/kernel_abi.py's
+    "f16": ("half", 2),
+    "bf16": ("__nv_bfloat16", 2),
+    "f32": ("float", 4),
+    "f64": ("double", 8),
+    "f8E4M3FN": ("__nv_fp8_e4m3", 1),
+    "f8E5M2": ("__nv_fp8_e5m2", 1),
 }
 _SIGNED = {1: "bool", 8: "signed char", 16: "short", 32: "int", 64: "long long"}
 _UNSIGNED = {1: "bool", 8: "unsigned char", 16: "unsigned short", 32: "unsigned int", 64: "unsigned long long"}
@@ -91,7 +91,7 @@ def byte_size(type_: ir.Type) -> int:
     if isinstance(type_, ir.IntegerType):
         return max(1, type_.width // 8)
     if str(type_) in _FLOATS:
-        return _FLOATS[str(type_)][2]
+        return _FLOATS[str(type_)][1]
     raise UnsupportedType(f"type {type_} has no CUDA spelling")
 
 
@@ -102,18 +102,6 @@ def vector_alignment(type_: ir.VectorType) -> int:
     while align < 16 and size % (align * 2) == 0:
         align *= 2
     return align
-
-
-def dtype_name(type_: ir.Type) -> str:
-    """The runtime's dtype name of an element type (see tilemlir.runtime.dtypes)."""
-    if isinstance(type_, ir.IntegerType):
-        if type_.width == 1:
-            return "bool"
-        if type_.width in (8, 16, 32, 64):
-            return f"{'uint' if type_.is_unsigned else 'int'}{type_.width}"
-    elif str(type_) in _FLOATS:
-        return _FLOATS[str(type_)][1]
-    raise UnsupportedType(f"type {type_} is not a kernel parameter dtype")
 
 
 def float_kind(type_: ir.Type) -> str | None:

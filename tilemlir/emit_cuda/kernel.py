@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.analysis.kernel_abi import Dim, KernelABI, read_kernel_abi, tensor_shape
 from tilemlir.diagnostics.reporting import error
-from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, entry_attributes_problem, memory_space
+from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
 
-Dim = int | str
-
 
 @dataclass(frozen=True)
 class KernelIR:
+    abi: KernelABI
     func: ir.Operation
     launch: ir.Operation
     name: str
@@ -47,25 +47,20 @@ class KernelIR:
 
 def find_kernel(module: ir.Operation) -> KernelIR:
     """The kernel of a builtin.module op; CompileError when it does not hold exactly one."""
-    func = entry_function(module, "the CUDA emitter")
-    problem = entry_attributes_problem(func)
-    if problem is not None:
-        raise error(func, problem)
-    launch = _the_launch(func)
-    names = _arg_names(func)
-    dims = _arg_dims(func, names)
-    symbols = _string_list(func, "tile.symbols") or []
+    abi = read_kernel_abi(entry_function(module, "the CUDA emitter"))
+    launch = _the_launch(abi.function)
     return KernelIR(
-        func=func,
+        abi=abi,
+        func=abi.function,
         launch=launch,
-        name=irutil.str_attr(func, "sym_name") or "kernel",
-        arg_names=tuple(names),
-        arg_dims=tuple(dims),
-        arg_dtypes=_arg_dtypes(func),
-        symbols=tuple(symbols),
-        assumes=tuple(_assumes(func)),
+        name=abi.name,
+        arg_names=abi.arg_names,
+        arg_dims=tuple(_arg_dims(abi)),
+        arg_dtypes=abi.arg_dtypes,
+        symbols=abi.symbols,
+        assumes=abi.assumes,
         block=_block_size(launch),
-        out_idx=tuple(_int_list(func, "tile.out_idx")),
+        out_idx=abi.out_idx,
         min_blocks=_min_blocks(launch),
     )
 
@@ -110,72 +105,23 @@ def _block_size(launch: ir.Operation) -> tuple[int, int, int]:
     return tuple(sizes)  # type: ignore[return-value]
 
 
-def _string_list(op: ir.Operation, name: str) -> list[str] | None:
-    if name not in op.attributes:
-        return None
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.StringAttr) for a in attr):
-        raise error(op, f"'{name}' must be an array of strings")
-    return [a.value for a in attr]
-
-
-def _int_list(op: ir.Operation, name: str) -> list[int]:
-    if name not in op.attributes:
-        return []
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.IntegerAttr) for a in attr):
-        raise error(op, f"'{name}' must be an array of integers")
-    return [a.value for a in attr]
-
-
-def _arg_names(func: ir.Operation) -> list[str]:
-    count = len(func.regions[0].blocks[0].arguments)
-    return _string_list(func, "tile.arg_names") or [f"arg{i}" for i in range(count)]
-
-
-def _arg_dtypes(func: ir.Operation) -> tuple[str, ...] | None:
-    dtypes = _string_list(func, "tile.arg_dtypes")
-    return None if dtypes is None else tuple(dtypes)
-
-
-def _arg_dims(func: ir.Operation, names: list[str]) -> list[tuple[Dim, ...] | None]:
+def _arg_dims(abi: KernelABI) -> list[tuple[Dim, ...] | None]:
     """Each tensor argument's dims (`tile.arg_dims`, checked against the types by entry_attributes_problem)."""
-    args = list(func.regions[0].blocks[0].arguments)
-    attr = func.attributes["tile.arg_dims"] if "tile.arg_dims" in func.attributes else None
     dims: list[tuple[Dim, ...] | None] = []
-    for i, (arg, name) in enumerate(zip(args, names)):
+    for index, (arg, name) in enumerate(zip(abi.args, abi.arg_names)):
         if not isinstance(arg.type, ir.MemRefType):
             dims.append(None)
             continue
-        declared = tuple(d.value for d in attr[i]) if attr is not None else None
-        dims.append(_tensor_dims(func, arg.type, name, declared))
+        if not is_row_major(arg.type):
+            raise error(abi.function, f"tensor {name} has a non-row-major layout {arg.type.layout}; the CUDA emitter "
+                                      "needs row-major")
+        if memory_space(arg.type) is not None:
+            raise error(abi.function, f"kernel argument {name} must be a global tensor, got memory space "
+                                      f"{arg.type.memory_space}")
+        dims.append(tensor_shape(abi, index))
     return dims
-
-
-def _tensor_dims(func: ir.Operation, type_: ir.MemRefType, name: str, declared: tuple[Dim, ...] | None
-                 ) -> tuple[Dim, ...]:
-    if not is_row_major(type_):
-        raise error(func, f"tensor {name} has a non-row-major layout {type_.layout}; the CUDA emitter needs row-major")
-    if memory_space(type_) is not None:
-        raise error(func, f"kernel argument {name} must be a global tensor, got memory space {type_.memory_space}")
-    if declared is not None:
-        return declared
-    if any(d == ir.ShapedType.get_dynamic_size() for d in type_.shape):
-        raise error(func, f"tensor {name} has dynamic dims but the function has no 'tile.arg_dims'")
-    return tuple(type_.shape)
 
 
 def is_row_major(type_: ir.MemRefType) -> bool:
     layout = type_.layout
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(type_.rank)
-
-
-def _assumes(func: ir.Operation) -> list[str]:
-    facts = []
-    for op in irutil.walk(func):
-        if op.name == "tile.assume":
-            expr = irutil.str_attr(op, "expr")
-            if expr is None:
-                raise error(op, "tile.assume needs a string 'expr' attribute")
-            facts.append(expr)
-    return facts

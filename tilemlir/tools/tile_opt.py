@@ -1,11 +1,16 @@
 """tile-opt: text IR in, named passes, IR out, with mlir-opt's conventions.
 
     tile-opt [FILE|-] [-o OUT] [--pass-pipeline='builtin.module(a,b{opt=1})'] [-p a,b]
+             [--stage STAGE | --pipeline NAME]
              [--split-input-file] [--verify-diagnostics] [--mlir-print-ir-after-all]
              [--mlir-print-ir-before=NAME] [--mlir-print-ir-after=NAME] [--mlir-print-debuginfo]
              [--mlir-timing] [--pass-statistics] [--list-passes]
 
-Our passes and upstream MLIR passes mix freely in one pipeline. Diagnostics
+Our passes and upstream MLIR passes mix freely in one pipeline. `--stage
+STAGE` runs every stage pipeline of `tilemlir.pipeline` from the frontend
+IR up to STAGE (so `tile-opt --stage final` of `k.ir("frontend")` prints
+`k.ir("final")`), `--pipeline NAME` one named pipeline (`PIPELINES`);
+either runs before the passes of `-p`. Diagnostics
 print as `FILE:LINE:COL: error: ...` on stderr; the exit status is 1 after
 any error. Bad input never produces a Python traceback: it is a located
 error. A bug inside one of our passes is an `internal compiler error`
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, TextIO
 
 from tilemlir.diagnostics import CompileError, Diagnostic, format_diagnostics
+from tilemlir.pipeline import PIPELINES, STAGES, passes_until
 
 SPLIT_MARKER = "// -----"
 STACK_BYTES = 512 << 20
@@ -43,6 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", dest="output", default="-", help="output file, or - for stdout (default)")
     parser.add_argument("--pass-pipeline", "-p", dest="pipelines", action="append", default=[],
                         metavar="PIPELINE", help="passes to run, e.g. 'builtin.module(a,b{opt=1})' or 'a,b'")
+    named = parser.add_mutually_exclusive_group()
+    named.add_argument("--stage", choices=STAGES, help="run every stage pipeline from the frontend IR up to STAGE")
+    named.add_argument("--pipeline", dest="named_pipeline", choices=list(PIPELINES), metavar="NAME",
+                       help=f"run the named pipeline NAME ({', '.join(PIPELINES)})")
     parser.add_argument("--split-input-file", action="store_true",
                         help=f"process each chunk between '{SPLIT_MARKER}' lines on its own")
     parser.add_argument("--verify-diagnostics", action="store_true",
@@ -178,7 +188,7 @@ class _Session:
 
         try:
             text = decode_source(data, self.filename)
-            self.stages = build_stages(self.args.pipelines, self.context)
+            self.stages = build_stages(_named_passes(self.args) + self.args.pipelines, self.context)
         except CompileError as err:
             _print_diagnostics(err.diagnostics, self.streams)
             return 1
@@ -229,6 +239,12 @@ class _Session:
             return err.diagnostics, None
         finally:
             self.report.diagnostics.clear()
+
+
+def _named_passes(args: argparse.Namespace) -> list[str]:
+    if args.stage is not None:
+        return passes_until(args.stage)
+    return list(PIPELINES[args.named_pipeline]) if args.named_pipeline is not None else []
 
 
 def _verify(chunk: str, first_line: int, filename: str, diagnostics: list[Diagnostic]) -> list[Diagnostic]:

@@ -1,8 +1,9 @@
 // eliminate-guards: Z3 removes guards it proves always true, versions loops on invariant checks
 // and on checks taken at a loop's last (or first) iteration, and splits a loop into an
 // unguarded interior and a guarded tail.
-// RUN: tile-opt %s --split-input-file -p insert-guards,eliminate-guards | FileCheck %s
-// RUN: tile-opt %s --split-input-file -p insert-guards,eliminate-guards --pass-statistics 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
+// RUN: tile-opt %s --split-input-file -p eliminate-guards | FileCheck %s
+// RUN: tile-opt %s --split-input-file -p eliminate-guards --pass-statistics 2>&1 >/dev/null | FileCheck %s --check-prefix=STATS
+// The inputs are what insert-guards gives: thread-level IR with every possibly out-of-range access guarded.
 
 // Over the ten functions below.
 // STATS: eliminate-guards
@@ -22,28 +23,29 @@
 // CHECK: memref.load %arg0[%{{.+}}] {tile.pad = 0.000000e+00 : f16} : memref<8192xf16>
 // CHECK-NOT: scf.if
 // CHECK: return
-func.func @static_n_divisible(%X: memref<8192xf16>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [[8192]], tile.symbols = []} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %c128 = arith.constant 128 : index
-  %c1024 = arith.constant 1024 : index
-  %N = memref.dim %X, %c0 : memref<8192xf16>
-  %g = arith.ceildivui %N, %c1024 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<8xf16, "local">
-    scf.for %v = %c0 to %c8 step %c1 {
-      %base = arith.muli %bx, %c1024 : index
-      %t = arith.muli %tx, %c8 : index
-      %bt = arith.addi %base, %t : index
-      %i = arith.addi %bt, %v : index
-      %val = memref.load %X[%i] {tile.pad = 0.0 : f16} : memref<8192xf16>
-      memref.store %val, %x[%v] : memref<8xf16, "local">
+module {
+  func.func @static_n_divisible(%arg0: memref<8192xf16>) attributes {tile.arg_dims = [[8192]], tile.arg_names = ["X"], tile.entry, tile.symbols = []} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c128 = arith.constant 128 : index
+    %c1024 = arith.constant 1024 : index
+    %dim = memref.dim %arg0, %c0 : memref<8192xf16>
+    %0 = arith.ceildivui %dim, %c1024 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %0, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c128, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<8xf16, "local">
+      scf.for %arg13 = %c0 to %c8 step %c1 {
+        %1 = arith.muli %arg1, %c1024 : index
+        %2 = arith.muli %arg4, %c8 : index
+        %3 = arith.addi %1, %2 : index
+        %4 = arith.addi %3, %arg13 : index
+        %5 = memref.load %arg0[%4] {tile.pad = 0.000000e+00 : f16} : memref<8192xf16>
+        memref.store %5, %alloca[%arg13] : memref<8xf16, "local">
+      }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }
 
 // -----
@@ -54,22 +56,32 @@ func.func @static_n_divisible(%X: memref<8192xf16>) attributes {tile.entry, tile
 // CHECK: scf.if %[[OK]] -> (f16) {
 // CHECK: memref.load %arg0[%{{.+}}] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
 // CHECK: } {tile.guard}
-func.func @dynamic_n(%X: memref<?xf16>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c128 = arith.constant 128 : index
-  %N = memref.dim %X, %c0 : memref<?xf16>
-  %g = arith.ceildivui %N, %c128 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<1xf16, "local">
-    %base = arith.muli %bx, %c128 : index
-    %i = arith.addi %base, %tx : index
-    %val = memref.load %X[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
-    memref.store %val, %x[%c0] : memref<1xf16, "local">
-    gpu.terminator
+module {
+  func.func @dynamic_n(%arg0: memref<?xf16>) attributes {tile.arg_dims = [["N"]], tile.arg_names = ["X"], tile.entry, tile.symbols = ["N"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c0 : memref<?xf16>
+    %0 = arith.ceildivui %dim, %c128 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %0, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c128, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<1xf16, "local">
+      %1 = arith.muli %arg1, %c128 : index
+      %2 = arith.addi %1, %arg4 : index
+      %c0_0 = arith.constant 0 : index
+      %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf16>
+      %3 = arith.cmpi slt, %2, %dim_1 : index
+      %4 = scf.if %3 -> (f16) {
+        %5 = memref.load %arg0[%2] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
+        scf.yield %5 : f16
+      } else {
+        %cst = arith.constant 0.000000e+00 : f16
+        scf.yield %cst : f16
+      } {tile.guard}
+      memref.store %4, %alloca[%c0] : memref<1xf16, "local">
+      gpu.terminator
+    }
+    return
   }
-  return
 }
 
 // -----
@@ -81,25 +93,35 @@ func.func @dynamic_n(%X: memref<?xf16>) attributes {tile.entry, tile.arg_names =
 // CHECK: memref.load %arg0[%{{.+}}] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
 // CHECK-NOT: scf.if
 // CHECK: return
-func.func @dynamic_n_assumed_multiple(%X: memref<?xf16>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c128 = arith.constant 128 : index
-  %N = memref.dim %X, %c0 : memref<?xf16>
-  %rem = arith.remsi %N, %c128 : index
-  %ok = arith.cmpi eq, %rem, %c0 : index
-  "tile.assume"(%ok) {expr = "N % 128 == 0"} : (i1) -> ()
-  %g = arith.ceildivui %N, %c128 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<1xf16, "local">
-    %base = arith.muli %bx, %c128 : index
-    %i = arith.addi %base, %tx : index
-    %val = memref.load %X[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
-    memref.store %val, %x[%c0] : memref<1xf16, "local">
-    gpu.terminator
+module {
+  func.func @dynamic_n_assumed_multiple(%arg0: memref<?xf16>) attributes {tile.arg_dims = [["N"]], tile.arg_names = ["X"], tile.entry, tile.symbols = ["N"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c0 : memref<?xf16>
+    %0 = arith.remsi %dim, %c128 : index
+    %1 = arith.cmpi eq, %0, %c0 : index
+    "tile.assume"(%1) {expr = "N % 128 == 0"} : (i1) -> ()
+    %2 = arith.ceildivui %dim, %c128 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %2, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c128, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<1xf16, "local">
+      %3 = arith.muli %arg1, %c128 : index
+      %4 = arith.addi %3, %arg4 : index
+      %c0_0 = arith.constant 0 : index
+      %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf16>
+      %5 = arith.cmpi slt, %4, %dim_1 : index
+      %6 = scf.if %5 -> (f16) {
+        %7 = memref.load %arg0[%4] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
+        scf.yield %7 : f16
+      } else {
+        %cst = arith.constant 0.000000e+00 : f16
+        scf.yield %cst : f16
+      } {tile.guard}
+      memref.store %6, %alloca[%c0] : memref<1xf16, "local">
+      gpu.terminator
+    }
+    return
   }
-  return
 }
 
 // -----
@@ -121,27 +143,37 @@ func.func @dynamic_n_assumed_multiple(%X: memref<?xf16>) attributes {tile.entry,
 // CHECK: memref.load %arg0
 // CHECK: } {tile.guard}
 // CHECK: memref.store %[[SUM]], %arg1[%{{.+}}] : memref<64xf32>
-func.func @k_loop_tail(%A: memref<64x?xf32>, %S: memref<64xf32>) attributes {tile.entry, tile.arg_names = ["A", "S"], tile.arg_dims = [[64, "K"], [64]], tile.symbols = ["K"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c32 = arith.constant 32 : index
-  %c64 = arith.constant 64 : index
-  %zero = arith.constant 0.0 : f32
-  %K = memref.dim %A, %c1 : memref<64x?xf32>
-  %tiles = arith.ceildivui %K, %c32 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c64, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-    %sum = scf.for %k = %c0 to %tiles step %c1 iter_args(%acc = %zero) -> (f32) {
-      %base = arith.muli %k, %c32 : index
-      %col = arith.addi %base, %tx : index
-      %a = memref.load %A[%bx, %col] {tile.pad = 0.0 : f32} : memref<64x?xf32>
-      %next = arith.addf %acc, %a : f32
-      scf.yield %next : f32
+module {
+  func.func @k_loop_tail(%arg0: memref<64x?xf32>, %arg1: memref<64xf32>) attributes {tile.arg_dims = [[64, "K"], [64]], tile.arg_names = ["A", "S"], tile.entry, tile.symbols = ["K"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %cst = arith.constant 0.000000e+00 : f32
+    %dim = memref.dim %arg0, %c1 : memref<64x?xf32>
+    %0 = arith.ceildivui %dim, %c32 : index
+    gpu.launch blocks(%arg2, %arg3, %arg4) in (%arg8 = %c64, %arg9 = %c1, %arg10 = %c1) threads(%arg5, %arg6, %arg7) in (%arg11 = %c32, %arg12 = %c1, %arg13 = %c1) {
+      %1 = scf.for %arg14 = %c0 to %0 step %c1 iter_args(%arg15 = %cst) -> (f32) {
+        %2 = arith.muli %arg14, %c32 : index
+        %3 = arith.addi %2, %arg5 : index
+        %c1_0 = arith.constant 1 : index
+        %dim_1 = memref.dim %arg0, %c1_0 : memref<64x?xf32>
+        %4 = arith.cmpi slt, %3, %dim_1 : index
+        %5 = scf.if %4 -> (f32) {
+          %7 = memref.load %arg0[%arg2, %3] {tile.pad = 0.000000e+00 : f32} : memref<64x?xf32>
+          scf.yield %7 : f32
+        } else {
+          %cst_2 = arith.constant 0.000000e+00 : f32
+          scf.yield %cst_2 : f32
+        } {tile.guard}
+        %6 = arith.addf %arg15, %5 : f32
+        scf.yield %6 : f32
+      }
+      memref.store %1, %arg1[%arg2] : memref<64xf32>
+      gpu.terminator
     }
-    memref.store %sum, %S[%bx] : memref<64xf32>
-    gpu.terminator
+    return
   }
-  return
 }
 
 // -----
@@ -178,32 +210,45 @@ func.func @k_loop_tail(%A: memref<64x?xf32>, %S: memref<64xf32>) attributes {til
 // CHECK: memref.store
 // CHECK: } {tile.guard}
 // CHECK: } {tile.guard}
-func.func @rows_versioned(%X: memref<?x1000xf32>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["M", 1000]], tile.symbols = ["M"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c4 = arith.constant 4 : index
-  %c8 = arith.constant 8 : index
-  %c128 = arith.constant 128 : index
-  %M = memref.dim %X, %c0 : memref<?x1000xf32>
-  %g = arith.ceildivui %M, %c4 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<32xf32, "local">
-    scf.for %r = %c0 to %c4 step %c1 {
-      %row0 = arith.muli %bx, %c4 : index
-      %row = arith.addi %row0, %r : index
-      scf.for %v = %c0 to %c8 step %c1 {
-        %t = arith.muli %tx, %c8 : index
-        %col = arith.addi %t, %v : index
-        %rr = arith.muli %r, %c8 : index
-        %reg = arith.addi %rr, %v : index
-        %val = memref.load %X[%row, %col] {tile.pad = 0xFF800000 : f32} : memref<?x1000xf32>
-        memref.store %val, %x[%reg] : memref<32xf32, "local">
+module {
+  func.func @rows_versioned(%arg0: memref<?x1000xf32>) attributes {tile.arg_dims = [["M", 1000]], tile.arg_names = ["X"], tile.entry, tile.symbols = ["M"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c0 : memref<?x1000xf32>
+    %0 = arith.ceildivui %dim, %c4 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %0, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c128, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<32xf32, "local">
+      scf.for %arg13 = %c0 to %c4 step %c1 {
+        %1 = arith.muli %arg1, %c4 : index
+        %2 = arith.addi %1, %arg13 : index
+        scf.for %arg14 = %c0 to %c8 step %c1 {
+          %3 = arith.muli %arg4, %c8 : index
+          %4 = arith.addi %3, %arg14 : index
+          %5 = arith.muli %arg13, %c8 : index
+          %6 = arith.addi %5, %arg14 : index
+          %c0_0 = arith.constant 0 : index
+          %dim_1 = memref.dim %arg0, %c0_0 : memref<?x1000xf32>
+          %7 = arith.cmpi slt, %2, %dim_1 : index
+          %c1000 = arith.constant 1000 : index
+          %8 = arith.cmpi slt, %4, %c1000 : index
+          %9 = arith.andi %7, %8 : i1
+          %10 = scf.if %9 -> (f32) {
+            %11 = memref.load %arg0[%2, %4] {tile.pad = 0xFF800000 : f32} : memref<?x1000xf32>
+            scf.yield %11 : f32
+          } else {
+            %cst = arith.constant 0xFF800000 : f32
+            scf.yield %cst : f32
+          } {tile.guard}
+          memref.store %10, %alloca[%6] : memref<32xf32, "local">
+        }
       }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }
 
 // -----
@@ -214,24 +259,36 @@ func.func @rows_versioned(%X: memref<?x1000xf32>) attributes {tile.entry, tile.a
 // CHECK-NEXT: memref.store %{{.+}}, %arg0[%{{.+}}] : memref<?xf32>
 // CHECK-NEXT: } else {
 // CHECK-NEXT: }
-func.func @decided_by_enclosing_if(%Y: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["Y"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c64 = arith.constant 64 : index
-  %one = arith.constant 1.0 : f32
-  %N = memref.dim %Y, %c0 : memref<?xf32>
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
-    %in = arith.cmpi slt, %tx, %N : index
-    scf.if %in {
-      memref.store %one, %Y[%tx] : memref<?xf32>
-    } else {
-      memref.store %one, %Y[%tx] : memref<?xf32>
+module {
+  func.func @decided_by_enclosing_if(%arg0: memref<?xf32>) attributes {tile.arg_dims = [["N"]], tile.arg_names = ["Y"], tile.entry, tile.symbols = ["N"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %cst = arith.constant 1.000000e+00 : f32
+    %dim = memref.dim %arg0, %c0 : memref<?xf32>
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %c1, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c64, %arg11 = %c1, %arg12 = %c1) {
+      %0 = arith.cmpi slt, %arg4, %dim : index
+      scf.if %0 {
+        %c0_0 = arith.constant 0 : index
+        %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+        %1 = arith.cmpi slt, %arg4, %dim_1 : index
+        scf.if %1 {
+          memref.store %cst, %arg0[%arg4] : memref<?xf32>
+        } {tile.guard}
+      } else {
+        %c0_0 = arith.constant 0 : index
+        %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+        %1 = arith.cmpi slt, %arg4, %dim_1 : index
+        scf.if %1 {
+          memref.store %cst, %arg0[%arg4] : memref<?xf32>
+        } {tile.guard}
+      }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }
+
 // -----
 
 // Two inputs of one length n, each copied in 2 chunks of 8 per thread (as the elementwise
@@ -264,49 +321,68 @@ func.func @decided_by_enclosing_if(%Y: memref<?xf32>) attributes {tile.entry, ti
 // CHECK: } else {
 // CHECK: scf.if %{{.+}} -> (f16) {
 // CHECK-NEXT: memref.load %arg1
-func.func @chunks_range_versioned(%A: memref<?xf16>, %B: memref<?xf16>) attributes {tile.entry, tile.arg_names = ["A", "B"], tile.arg_dims = [["n"], ["n"]], tile.symbols = ["n"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
-  %c128 = arith.constant 128 : index
-  %c1024 = arith.constant 1024 : index
-  %c2048 = arith.constant 2048 : index
-  %n = memref.dim %A, %c0 : memref<?xf16>
-  %g = arith.ceildivui %n, %c2048 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
-    %a = memref.alloca() : memref<16xf16, "local">
-    %b = memref.alloca() : memref<16xf16, "local">
-    %base = arith.muli %bx, %c2048 : index
-    %t = arith.muli %tx, %c8 : index
-    scf.for %k = %c0 to %c2 step %c1 {
-      scf.for %v = %c0 to %c8 step %c1 {
-        %ck = arith.muli %k, %c1024 : index
-        %tk = arith.addi %t, %ck : index
-        %o = arith.addi %tk, %v : index
-        %i = arith.addi %base, %o : index
-        %rk = arith.muli %k, %c8 : index
-        %r = arith.addi %rk, %v : index
-        %x = memref.load %A[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
-        memref.store %x, %a[%r] : memref<16xf16, "local">
+module {
+  func.func @chunks_range_versioned(%arg0: memref<?xf16>, %arg1: memref<?xf16>) attributes {tile.arg_dims = [["n"], ["n"]], tile.arg_names = ["A", "B"], tile.entry, tile.symbols = ["n"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c128 = arith.constant 128 : index
+    %c1024 = arith.constant 1024 : index
+    %c2048 = arith.constant 2048 : index
+    %dim = memref.dim %arg0, %c0 : memref<?xf16>
+    %0 = arith.ceildivui %dim, %c2048 : index
+    gpu.launch blocks(%arg2, %arg3, %arg4) in (%arg8 = %0, %arg9 = %c1, %arg10 = %c1) threads(%arg5, %arg6, %arg7) in (%arg11 = %c128, %arg12 = %c1, %arg13 = %c1) {
+      %alloca = memref.alloca() : memref<16xf16, "local">
+      %alloca_0 = memref.alloca() : memref<16xf16, "local">
+      %1 = arith.muli %arg2, %c2048 : index
+      %2 = arith.muli %arg5, %c8 : index
+      scf.for %arg14 = %c0 to %c2 step %c1 {
+        scf.for %arg15 = %c0 to %c8 step %c1 {
+          %3 = arith.muli %arg14, %c1024 : index
+          %4 = arith.addi %2, %3 : index
+          %5 = arith.addi %4, %arg15 : index
+          %6 = arith.addi %1, %5 : index
+          %7 = arith.muli %arg14, %c8 : index
+          %8 = arith.addi %7, %arg15 : index
+          %c0_1 = arith.constant 0 : index
+          %dim_2 = memref.dim %arg0, %c0_1 : memref<?xf16>
+          %9 = arith.cmpi slt, %6, %dim_2 : index
+          %10 = scf.if %9 -> (f16) {
+            %11 = memref.load %arg0[%6] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
+            scf.yield %11 : f16
+          } else {
+            %cst = arith.constant 0.000000e+00 : f16
+            scf.yield %cst : f16
+          } {tile.guard}
+          memref.store %10, %alloca[%8] : memref<16xf16, "local">
+        } {tile.unroll}
       } {tile.unroll}
-    } {tile.unroll}
-    scf.for %k = %c0 to %c2 step %c1 {
-      scf.for %v = %c0 to %c8 step %c1 {
-        %ck = arith.muli %k, %c1024 : index
-        %tk = arith.addi %t, %ck : index
-        %o = arith.addi %tk, %v : index
-        %i = arith.addi %base, %o : index
-        %rk = arith.muli %k, %c8 : index
-        %r = arith.addi %rk, %v : index
-        %y = memref.load %B[%i] {tile.pad = 0.0 : f16} : memref<?xf16>
-        memref.store %y, %b[%r] : memref<16xf16, "local">
+      scf.for %arg14 = %c0 to %c2 step %c1 {
+        scf.for %arg15 = %c0 to %c8 step %c1 {
+          %3 = arith.muli %arg14, %c1024 : index
+          %4 = arith.addi %2, %3 : index
+          %5 = arith.addi %4, %arg15 : index
+          %6 = arith.addi %1, %5 : index
+          %7 = arith.muli %arg14, %c8 : index
+          %8 = arith.addi %7, %arg15 : index
+          %c0_1 = arith.constant 0 : index
+          %dim_2 = memref.dim %arg1, %c0_1 : memref<?xf16>
+          %9 = arith.cmpi slt, %6, %dim_2 : index
+          %10 = scf.if %9 -> (f16) {
+            %11 = memref.load %arg1[%6] {tile.pad = 0.000000e+00 : f16} : memref<?xf16>
+            scf.yield %11 : f16
+          } else {
+            %cst = arith.constant 0.000000e+00 : f16
+            scf.yield %cst : f16
+          } {tile.guard}
+          memref.store %10, %alloca_0[%8] : memref<16xf16, "local">
+        } {tile.unroll}
       } {tile.unroll}
-    } {tile.unroll}
-    gpu.terminator
+      gpu.terminator
+    }
+    return
   }
-  return
 }
 
 // -----
@@ -325,38 +401,48 @@ func.func @chunks_range_versioned(%A: memref<?xf16>, %B: memref<?xf16>) attribut
 // CHECK: } {tile.guard}
 // CHECK-NOT: scf.if
 // CHECK: gpu.terminator
-func.func @non_monotone_kept(%X: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c3 = arith.constant 3 : index
-  %c4 = arith.constant 4 : index
-  %c32 = arith.constant 32 : index
-  %c64 = arith.constant 64 : index
-  %c128 = arith.constant 128 : index
-  %N = memref.dim %X, %c0 : memref<?xf32>
-  %g = arith.ceildivui %N, %c128 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<12xf32, "local">
-    %base = arith.muli %bx, %c128 : index
-    %t = arith.muli %tx, %c4 : index
-    %bt = arith.addi %base, %t : index
-    scf.for %k = %c0 to %c3 step %c1 {
-      scf.for %v = %c0 to %c4 step %c1 {
-        %half = arith.remsi %k, %c2 : index
-        %off = arith.muli %half, %c64 : index
-        %o = arith.addi %bt, %off : index
-        %i = arith.addi %o, %v : index
-        %rk = arith.muli %k, %c4 : index
-        %r = arith.addi %rk, %v : index
-        %val = memref.load %X[%i] {tile.pad = 0.0 : f32} : memref<?xf32>
-        memref.store %val, %x[%r] : memref<12xf32, "local">
+module {
+  func.func @non_monotone_kept(%arg0: memref<?xf32>) attributes {tile.arg_dims = [["N"]], tile.arg_names = ["X"], tile.entry, tile.symbols = ["N"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c0 : memref<?xf32>
+    %0 = arith.ceildivui %dim, %c128 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %0, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c32, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<12xf32, "local">
+      %1 = arith.muli %arg1, %c128 : index
+      %2 = arith.muli %arg4, %c4 : index
+      %3 = arith.addi %1, %2 : index
+      scf.for %arg13 = %c0 to %c3 step %c1 {
+        scf.for %arg14 = %c0 to %c4 step %c1 {
+          %4 = arith.remsi %arg13, %c2 : index
+          %5 = arith.muli %4, %c64 : index
+          %6 = arith.addi %3, %5 : index
+          %7 = arith.addi %6, %arg14 : index
+          %8 = arith.muli %arg13, %c4 : index
+          %9 = arith.addi %8, %arg14 : index
+          %c0_0 = arith.constant 0 : index
+          %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+          %10 = arith.cmpi slt, %7, %dim_1 : index
+          %11 = scf.if %10 -> (f32) {
+            %12 = memref.load %arg0[%7] {tile.pad = 0.000000e+00 : f32} : memref<?xf32>
+            scf.yield %12 : f32
+          } else {
+            %cst = arith.constant 0.000000e+00 : f32
+            scf.yield %cst : f32
+          } {tile.guard}
+          memref.store %11, %alloca[%9] : memref<12xf32, "local">
+        }
       }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }
 
 // -----
@@ -375,37 +461,47 @@ func.func @non_monotone_kept(%X: memref<?xf32>) attributes {tile.entry, tile.arg
 // CHECK-NEXT: memref.load %arg0
 // CHECK: } {tile.guard}
 // CHECK: } {tile.guard}
-func.func @decreasing_index(%X: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["X"], tile.arg_dims = [["N"]], tile.symbols = ["N"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c3 = arith.constant 3 : index
-  %c4 = arith.constant 4 : index
-  %c8 = arith.constant 8 : index
-  %c32 = arith.constant 32 : index
-  %c128 = arith.constant 128 : index
-  %N = memref.dim %X, %c0 : memref<?xf32>
-  %g = arith.ceildivui %N, %c128 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %g, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<16xf32, "local">
-    %base = arith.muli %bx, %c128 : index
-    %t = arith.muli %tx, %c4 : index
-    %bt = arith.addi %base, %t : index
-    scf.for %k = %c0 to %c4 step %c1 {
-      scf.for %v = %c0 to %c4 step %c1 {
-        %back = arith.subi %c3, %k : index
-        %off = arith.muli %back, %c32 : index
-        %o = arith.addi %bt, %off : index
-        %i = arith.addi %o, %v : index
-        %rk = arith.muli %k, %c4 : index
-        %r = arith.addi %rk, %v : index
-        %val = memref.load %X[%i] {tile.pad = 0.0 : f32} : memref<?xf32>
-        memref.store %val, %x[%r] : memref<16xf32, "local">
+module {
+  func.func @decreasing_index(%arg0: memref<?xf32>) attributes {tile.arg_dims = [["N"]], tile.arg_names = ["X"], tile.entry, tile.symbols = ["N"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %dim = memref.dim %arg0, %c0 : memref<?xf32>
+    %0 = arith.ceildivui %dim, %c128 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %0, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c8, %arg11 = %c1, %arg12 = %c1) {
+      %alloca = memref.alloca() : memref<16xf32, "local">
+      %1 = arith.muli %arg1, %c128 : index
+      %2 = arith.muli %arg4, %c4 : index
+      %3 = arith.addi %1, %2 : index
+      scf.for %arg13 = %c0 to %c4 step %c1 {
+        scf.for %arg14 = %c0 to %c4 step %c1 {
+          %4 = arith.subi %c3, %arg13 : index
+          %5 = arith.muli %4, %c32 : index
+          %6 = arith.addi %3, %5 : index
+          %7 = arith.addi %6, %arg14 : index
+          %8 = arith.muli %arg13, %c4 : index
+          %9 = arith.addi %8, %arg14 : index
+          %c0_0 = arith.constant 0 : index
+          %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+          %10 = arith.cmpi slt, %7, %dim_1 : index
+          %11 = scf.if %10 -> (f32) {
+            %12 = memref.load %arg0[%7] {tile.pad = 0.000000e+00 : f32} : memref<?xf32>
+            scf.yield %12 : f32
+          } else {
+            %cst = arith.constant 0.000000e+00 : f32
+            scf.yield %cst : f32
+          } {tile.guard}
+          memref.store %11, %alloca[%9] : memref<16xf32, "local">
+        }
       }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }
 
 // -----
@@ -437,33 +533,52 @@ func.func @decreasing_index(%X: memref<?xf32>) attributes {tile.entry, tile.arg_
 // CHECK: } {tile.guard}
 // CHECK-NOT: scf.if
 // CHECK: gpu.terminator
-func.func @symbolic_trips(%X: memref<?xf32>, %Kt: memref<?xf32>) attributes {tile.entry, tile.arg_names = ["X", "Kt"], tile.arg_dims = [["N"], ["K"]], tile.symbols = ["N", "K"]} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c4 = arith.constant 4 : index
-  %c16 = arith.constant 16 : index
-  %K = memref.dim %Kt, %c0 : memref<?xf32>
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    %x = memref.alloca() : memref<4xf32, "local">
-    scf.for %k = %c1 to %K step %c2 {
-      scf.for %v = %c0 to %c4 step %c1 {
-        %o = arith.muli %k, %c4 : index
-        %i = arith.addi %o, %v : index
-        %val = memref.load %X[%i] {tile.pad = 0.0 : f32} : memref<?xf32>
-        memref.store %val, %x[%v] : memref<4xf32, "local">
+module {
+  func.func @symbolic_trips(%arg0: memref<?xf32>, %arg1: memref<?xf32>) attributes {tile.arg_dims = [["N"], ["K"]], tile.arg_names = ["X", "Kt"], tile.entry, tile.symbols = ["N", "K"]} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %dim = memref.dim %arg1, %c0 : memref<?xf32>
+    gpu.launch blocks(%arg2, %arg3, %arg4) in (%arg8 = %c1, %arg9 = %c1, %arg10 = %c1) threads(%arg5, %arg6, %arg7) in (%arg11 = %c1, %arg12 = %c1, %arg13 = %c1) {
+      %alloca = memref.alloca() : memref<4xf32, "local">
+      scf.for %arg14 = %c1 to %dim step %c2 {
+        scf.for %arg15 = %c0 to %c4 step %c1 {
+          %0 = arith.muli %arg14, %c4 : index
+          %1 = arith.addi %0, %arg15 : index
+          %c0_0 = arith.constant 0 : index
+          %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+          %2 = arith.cmpi slt, %1, %dim_1 : index
+          %3 = scf.if %2 -> (f32) {
+            %4 = memref.load %arg0[%1] {tile.pad = 0.000000e+00 : f32} : memref<?xf32>
+            scf.yield %4 : f32
+          } else {
+            %cst = arith.constant 0.000000e+00 : f32
+            scf.yield %cst : f32
+          } {tile.guard}
+          memref.store %3, %alloca[%arg15] : memref<4xf32, "local">
+        }
+      } {tile.unroll}
+      scf.for %arg14 = %c1 to %dim step %c2 {
+        scf.for %arg15 = %c0 to %c4 step %c1 {
+          %0 = arith.muli %arg14, %c4 : index
+          %1 = arith.addi %0, %arg15 : index
+          %c0_0 = arith.constant 0 : index
+          %dim_1 = memref.dim %arg0, %c0_0 : memref<?xf32>
+          %2 = arith.cmpi slt, %1, %dim_1 : index
+          %3 = scf.if %2 -> (f32) {
+            %4 = memref.load %arg0[%1] {tile.pad = 0.000000e+00 : f32} : memref<?xf32>
+            scf.yield %4 : f32
+          } else {
+            %cst = arith.constant 0.000000e+00 : f32
+            scf.yield %cst : f32
+          } {tile.guard}
+          memref.store %3, %alloca[%arg15] : memref<4xf32, "local">
+        }
       }
-    } {tile.unroll}
-    scf.for %k = %c1 to %K step %c2 {
-      scf.for %v = %c0 to %c4 step %c1 {
-        %o = arith.muli %k, %c4 : index
-        %i = arith.addi %o, %v : index
-        %val = memref.load %X[%i] {tile.pad = 0.0 : f32} : memref<?xf32>
-        memref.store %val, %x[%v] : memref<4xf32, "local">
-      }
+      gpu.terminator
     }
-    gpu.terminator
+    return
   }
-  return
 }

@@ -1,58 +1,125 @@
 // Barriers in softmax and RMSNorm, through infer-layouts, lower-tile-ops and partition-threads: one per
 // reduction whose row spans several warps (its shared exchange), none when a row sits in one warp.
-// RUN: tile-opt %s --split-input-file -p infer-layouts,lower-tile-ops,partition-threads | FileCheck %s
+// RUN: tile-opt %s --split-input-file -p partition-threads | FileCheck %s
+// The inputs are what infer-layouts and lower-tile-ops give: element loops over whole-tile fragments.
 
 // A row in one warp: shuffles only.
 // CHECK-LABEL: func.func @rms_1warp
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @rms_1warp(%X: memref<?x1024xbf16>, %W: memref<1024xbf16>, %Y: memref<?x1024xbf16>, %eps: f32) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 1 : index
-  %cN = arith.constant 1024 : index
-  %nf = arith.constant 1024.0 : f32
-  %M = memref.dim %X, %c0 : memref<?x1024xbf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<1x1024xf32, "fragment">
-    %sq = "tile.alloc_fragment"() {name = "sq"} : () -> memref<1x1024xf32, "fragment">
-    %w = "tile.alloc_fragment"() {name = "w"} : () -> memref<1024xf32, "fragment">
-    %rms = "tile.alloc_fragment"() {name = "rms"} : () -> memref<1xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 1024]} : (memref<?x1024xbf16>, memref<1x1024xf32, "fragment">, index, index, index, index) -> ()
-    "tile.copy"(%W, %w, %c0, %c0) {shape = [1024]} : (memref<1024xbf16>, memref<1024xf32, "fragment">, index, index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1024xf32, "fragment">
-      %v2 = arith.mulf %v, %v : f32
-      memref.store %v2, %sq[%i, %j] : memref<1x1024xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 32)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 256) * 8)>
+#map2 = affine_map<(d0) -> ((d0 floordiv 8) mod 32)>
+#map3 = affine_map<(d0) -> (d0 mod 8 + (d0 floordiv 256) * 8)>
+#map4 = affine_map<(d0)[s0] -> (s0)>
+#map5 = affine_map<(d0) -> (0)>
+module {
+  func.func @rms_1warp(%arg0: memref<?x1024xbf16>, %arg1: memref<1024xbf16>, %arg2: memref<?x1024xbf16>, %arg3: f32) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1024 = arith.constant 1024 : index
+    %cst = arith.constant 1.024000e+03 : f32
+    %dim = memref.dim %arg0, %c0 : memref<?x1024xbf16>
+    %0 = arith.ceildivui %dim, %c1 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg4: index):
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0.000000e+00 : f32
+      %c0_1 = arith.constant 0 : index
+      %c1024_2 = arith.constant 1024 : index
+      %c1_3 = arith.constant 1 : index
+      %1 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<1x1024xf32, "fragment">
+      %2 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "sq"} : () -> memref<1x1024xf32, "fragment">
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 1 : i64>, name = "w"} : () -> memref<1024xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map4, #map5, 32 : i64>, name = "rms"} : () -> memref<1xf32, "fragment">
+      %5 = arith.muli %arg4, %c1 : index
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = arith.addi %5, %arg5 : index
+        %7 = memref.load %arg0[%6, %arg6] {tile.pad = 0.000000e+00 : bf16} : memref<?x1024xbf16>
+        %8 = arith.extf %7 : bf16 to f32
+        memref.store %8, %1[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1024_2) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %arg1[%arg5] {tile.pad = 0.000000e+00 : bf16} : memref<1024xbf16>
+        %7 = arith.extf %6 : bf16 to f32
+        memref.store %7, %3[%arg5] : memref<1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 1 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c1024) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        %7 = arith.mulf %6, %6 : f32
+        memref.store %7, %2[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        memref.store %cst_0, %4[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %2[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        %7 = memref.load %4[%arg5] : memref<1xf32, "fragment">
+        %8 = arith.addf %7, %6 : f32
+        memref.store %8, %4[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %4[%arg5] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %6, %c16_i32, %c32_i32 : f32
+        %7 = arith.addf %6, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %7, %c8_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %8, %c4_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %9, %c2_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %10, %c1_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_10 : f32
+        memref.store %11, %4[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %4[%arg5] : memref<1xf32, "fragment">
+        %7 = arith.divf %6, %cst : f32
+        %8 = arith.addf %7, %arg3 : f32
+        %9 = math.rsqrt %8 : f32
+        memref.store %9, %4[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c1024) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        %7 = memref.load %4[%arg5] : memref<1xf32, "fragment">
+        %8 = memref.load %3[%arg6] : memref<1024xf32, "fragment">
+        %9 = arith.mulf %6, %7 : f32
+        %10 = arith.mulf %9, %8 : f32
+        memref.store %10, %1[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<1x1024xf32, "fragment">
+        %7 = arith.truncf %6 : f32 to bf16
+        %8 = arith.addi %5, %arg5 : index
+        memref.store %7, %arg2[%8, %arg6] : memref<?x1024xbf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM) ({
-    ^bb0(%i: index):
-      %s = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %mean = arith.divf %s, %nf : f32
-      %e = arith.addf %mean, %eps : f32
-      %r = math.rsqrt %e : f32
-      memref.store %r, %rms[%i] : memref<1xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1024xf32, "fragment">
-      %r = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %wj = memref.load %w[%j] : memref<1024xf32, "fragment">
-      %a = arith.mulf %v, %r : f32
-      %b = arith.mulf %a, %wj : f32
-      memref.store %b, %x[%i, %j] : memref<1x1024xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [1, 1024]} : (memref<1x1024xf32, "fragment">, memref<?x1024xbf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 32 : i64} : (index) -> ()
-  return
+    }) {threads = 32 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -62,53 +129,146 @@ func.func @rms_1warp(%X: memref<?x1024xbf16>, %W: memref<1024xbf16>, %Y: memref<
 // CHECK-COUNT-1: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @rms_4warps(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref<?x4096xbf16>, %eps: f32) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 1 : index
-  %cN = arith.constant 4096 : index
-  %nf = arith.constant 4096.0 : f32
-  %M = memref.dim %X, %c0 : memref<?x4096xbf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<1x4096xf32, "fragment">
-    %sq = "tile.alloc_fragment"() {name = "sq"} : () -> memref<1x4096xf32, "fragment">
-    %w = "tile.alloc_fragment"() {name = "w"} : () -> memref<4096xf32, "fragment">
-    %rms = "tile.alloc_fragment"() {name = "rms"} : () -> memref<1xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 4096]} : (memref<?x4096xbf16>, memref<1x4096xf32, "fragment">, index, index, index, index) -> ()
-    "tile.copy"(%W, %w, %c0, %c0) {shape = [4096]} : (memref<4096xbf16>, memref<4096xf32, "fragment">, index, index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x4096xf32, "fragment">
-      %v2 = arith.mulf %v, %v : f32
-      memref.store %v2, %sq[%i, %j] : memref<1x4096xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 128)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 1024) * 8)>
+#map2 = affine_map<(d0) -> ((d0 floordiv 8) mod 128)>
+#map3 = affine_map<(d0) -> (d0 mod 8 + (d0 floordiv 1024) * 8)>
+#map4 = affine_map<(d0)[s0] -> (s0)>
+#map5 = affine_map<(d0) -> (0)>
+module {
+  func.func @rms_4warps(%arg0: memref<?x4096xbf16>, %arg1: memref<4096xbf16>, %arg2: memref<?x4096xbf16>, %arg3: f32) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4096 = arith.constant 4096 : index
+    %cst = arith.constant 4.096000e+03 : f32
+    %dim = memref.dim %arg0, %c0 : memref<?x4096xbf16>
+    %0 = arith.ceildivui %dim, %c1 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg4: index):
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %1 = "tile.alloc_shared"() {name = "rms_red"} : () -> memref<1x4xf32, "shared">
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0.000000e+00 : f32
+      %c0_1 = arith.constant 0 : index
+      %c4096_2 = arith.constant 4096 : index
+      %c1_3 = arith.constant 1 : index
+      %2 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<1x4096xf32, "fragment">
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "sq"} : () -> memref<1x4096xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 1 : i64>, name = "w"} : () -> memref<4096xf32, "fragment">
+      %5 = "tile.alloc_fragment"() {layout = #tile.layout<#map4, #map5, 128 : i64>, name = "rms"} : () -> memref<1xf32, "fragment">
+      %6 = arith.muli %arg4, %c1 : index
+      "tile.parallel"(%c1_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = arith.addi %6, %arg5 : index
+        %8 = memref.load %arg0[%7, %arg6] {tile.pad = 0.000000e+00 : bf16} : memref<?x4096xbf16>
+        %9 = arith.extf %8 : bf16 to f32
+        memref.store %9, %2[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4096_2) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %arg1[%arg5] {tile.pad = 0.000000e+00 : bf16} : memref<4096xbf16>
+        %8 = arith.extf %7 : bf16 to f32
+        memref.store %8, %4[%arg5] : memref<4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 1 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c4096) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        %8 = arith.mulf %7, %7 : f32
+        memref.store %8, %3[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        memref.store %cst_0, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %3[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        %8 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %9 = arith.addf %8, %7 : f32
+        memref.store %9, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.addf %11, %shuffleResult_10 : f32
+        memref.store %12, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %thread_id_x = gpu.thread_id x upper_bound 128
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 128
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c4 : index
+        scf.if %8 {
+          %11 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+          memref.store %11, %1[%arg5, %10] : memref<1x4xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %7 = scf.for %arg6 = %c0_1 to %c4 step %c1_3 iter_args(%arg7 = %cst_0) -> (f32) {
+          %8 = memref.load %1[%arg5, %arg6] : memref<1x4xf32, "shared">
+          %9 = arith.addf %arg7, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>} : (index) -> ()
+      "tile.parallel"(%c1) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %8 = arith.divf %7, %cst : f32
+        %9 = arith.addf %8, %arg3 : f32
+        %10 = math.rsqrt %9 : f32
+        memref.store %10, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c4096) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        %8 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %9 = memref.load %4[%arg6] : memref<4096xf32, "fragment">
+        %10 = arith.mulf %7, %8 : f32
+        %11 = arith.mulf %10, %9 : f32
+        memref.store %11, %2[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x4096xf32, "fragment">
+        %8 = arith.truncf %7 : f32 to bf16
+        %9 = arith.addi %6, %arg5 : index
+        memref.store %8, %arg2[%9, %arg6] : memref<?x4096xbf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x4096xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM) ({
-    ^bb0(%i: index):
-      %s = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %mean = arith.divf %s, %nf : f32
-      %e = arith.addf %mean, %eps : f32
-      %r = math.rsqrt %e : f32
-      memref.store %r, %rms[%i] : memref<1xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x4096xf32, "fragment">
-      %r = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %wj = memref.load %w[%j] : memref<4096xf32, "fragment">
-      %a = arith.mulf %v, %r : f32
-      %b = arith.mulf %a, %wj : f32
-      memref.store %b, %x[%i, %j] : memref<1x4096xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [1, 4096]} : (memref<1x4096xf32, "fragment">, memref<?x4096xbf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 128 : i64} : (index) -> ()
-  return
+    }) {threads = 128 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -118,53 +278,146 @@ func.func @rms_4warps(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref
 // CHECK-COUNT-1: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @rms_1000(%X: memref<?x1000xbf16>, %W: memref<1000xbf16>, %Y: memref<?x1000xbf16>, %eps: f32) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 1 : index
-  %cN = arith.constant 1000 : index
-  %nf = arith.constant 1000.0 : f32
-  %M = memref.dim %X, %c0 : memref<?x1000xbf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<1x1000xf32, "fragment">
-    %sq = "tile.alloc_fragment"() {name = "sq"} : () -> memref<1x1000xf32, "fragment">
-    %w = "tile.alloc_fragment"() {name = "w"} : () -> memref<1000xf32, "fragment">
-    %rms = "tile.alloc_fragment"() {name = "rms"} : () -> memref<1xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 1000]} : (memref<?x1000xbf16>, memref<1x1000xf32, "fragment">, index, index, index, index) -> ()
-    "tile.copy"(%W, %w, %c0, %c0) {shape = [1000]} : (memref<1000xbf16>, memref<1000xf32, "fragment">, index, index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1000xf32, "fragment">
-      %v2 = arith.mulf %v, %v : f32
-      memref.store %v2, %sq[%i, %j] : memref<1x1000xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 128)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8)>
+#map2 = affine_map<(d0) -> ((d0 floordiv 8) mod 128)>
+#map3 = affine_map<(d0) -> (d0 mod 8)>
+#map4 = affine_map<(d0)[s0] -> (s0)>
+#map5 = affine_map<(d0) -> (0)>
+module {
+  func.func @rms_1000(%arg0: memref<?x1000xbf16>, %arg1: memref<1000xbf16>, %arg2: memref<?x1000xbf16>, %arg3: f32) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1000 = arith.constant 1000 : index
+    %cst = arith.constant 1.000000e+03 : f32
+    %dim = memref.dim %arg0, %c0 : memref<?x1000xbf16>
+    %0 = arith.ceildivui %dim, %c1 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg4: index):
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %1 = "tile.alloc_shared"() {name = "rms_red"} : () -> memref<1x4xf32, "shared">
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0.000000e+00 : f32
+      %c0_1 = arith.constant 0 : index
+      %c1000_2 = arith.constant 1000 : index
+      %c1_3 = arith.constant 1 : index
+      %2 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<1x1000xf32, "fragment">
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "sq"} : () -> memref<1x1000xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 1 : i64>, name = "w"} : () -> memref<1000xf32, "fragment">
+      %5 = "tile.alloc_fragment"() {layout = #tile.layout<#map4, #map5, 128 : i64>, name = "rms"} : () -> memref<1xf32, "fragment">
+      %6 = arith.muli %arg4, %c1 : index
+      "tile.parallel"(%c1_3, %c1000_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = arith.addi %6, %arg5 : index
+        %8 = memref.load %arg0[%7, %arg6] {tile.pad = 0.000000e+00 : bf16} : memref<?x1000xbf16>
+        %9 = arith.extf %8 : bf16 to f32
+        memref.store %9, %2[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1000_2) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %arg1[%arg5] {tile.pad = 0.000000e+00 : bf16} : memref<1000xbf16>
+        %8 = arith.extf %7 : bf16 to f32
+        memref.store %8, %4[%arg5] : memref<1000xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 1 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c1000) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        %8 = arith.mulf %7, %7 : f32
+        memref.store %8, %3[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        memref.store %cst_0, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c1000_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %3[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        %8 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %9 = arith.addf %8, %7 : f32
+        memref.store %9, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.addf %11, %shuffleResult_10 : f32
+        memref.store %12, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %thread_id_x = gpu.thread_id x upper_bound 128
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 128
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c4 : index
+        scf.if %8 {
+          %11 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+          memref.store %11, %1[%arg5, %10] : memref<1x4xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg5: index):
+        %7 = scf.for %arg6 = %c0_1 to %c4 step %c1_3 iter_args(%arg7 = %cst_0) -> (f32) {
+          %8 = memref.load %1[%arg5, %arg6] : memref<1x4xf32, "shared">
+          %9 = arith.addf %arg7, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>} : (index) -> ()
+      "tile.parallel"(%c1) ({
+      ^bb0(%arg5: index):
+        %7 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %8 = arith.divf %7, %cst : f32
+        %9 = arith.addf %8, %arg3 : f32
+        %10 = math.rsqrt %9 : f32
+        memref.store %10, %5[%arg5] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 128 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c1000) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        %8 = memref.load %5[%arg5] : memref<1xf32, "fragment">
+        %9 = memref.load %4[%arg6] : memref<1000xf32, "fragment">
+        %10 = arith.mulf %7, %8 : f32
+        %11 = arith.mulf %10, %9 : f32
+        memref.store %11, %2[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3, %c1000_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %7 = memref.load %2[%arg5, %arg6] : memref<1x1000xf32, "fragment">
+        %8 = arith.truncf %7 : f32 to bf16
+        %9 = arith.addi %6, %arg5 : index
+        memref.store %8, %arg2[%9, %arg6] : memref<?x1000xbf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x1000xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM) ({
-    ^bb0(%i: index):
-      %s = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %mean = arith.divf %s, %nf : f32
-      %e = arith.addf %mean, %eps : f32
-      %r = math.rsqrt %e : f32
-      memref.store %r, %rms[%i] : memref<1xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1000xf32, "fragment">
-      %r = memref.load %rms[%i] : memref<1xf32, "fragment">
-      %wj = memref.load %w[%j] : memref<1000xf32, "fragment">
-      %a = arith.mulf %v, %r : f32
-      %b = arith.mulf %a, %wj : f32
-      memref.store %b, %x[%i, %j] : memref<1x1000xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [1, 1000]} : (memref<1x1000xf32, "fragment">, memref<?x1000xbf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 128 : i64} : (index) -> ()
-  return
+    }) {threads = 128 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -173,53 +426,119 @@ func.func @rms_1000(%X: memref<?x1000xbf16>, %W: memref<1000xbf16>, %Y: memref<?
 // CHECK-LABEL: func.func @rms_rows
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @rms_rows(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref<?x4096xbf16>, %eps: f32) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 4 : index
-  %cN = arith.constant 4096 : index
-  %nf = arith.constant 4096.0 : f32
-  %M = memref.dim %X, %c0 : memref<?x4096xbf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<4x4096xf32, "fragment">
-    %sq = "tile.alloc_fragment"() {name = "sq"} : () -> memref<4x4096xf32, "fragment">
-    %w = "tile.alloc_fragment"() {name = "w"} : () -> memref<4096xf32, "fragment">
-    %rms = "tile.alloc_fragment"() {name = "rms"} : () -> memref<4xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [4, 4096]} : (memref<?x4096xbf16>, memref<4x4096xf32, "fragment">, index, index, index, index) -> ()
-    "tile.copy"(%W, %w, %c0, %c0) {shape = [4096]} : (memref<4096xbf16>, memref<4096xf32, "fragment">, index, index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<4x4096xf32, "fragment">
-      %v2 = arith.mulf %v, %v : f32
-      memref.store %v2, %sq[%i, %j] : memref<4x4096xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 32 + d0 * 32)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 256) * 8)>
+#map2 = affine_map<(d0)[s0] -> ((d0 floordiv 8) mod 32 + s0 * 32)>
+#map3 = affine_map<(d0) -> (d0 mod 8 + (d0 floordiv 256) * 8)>
+#map4 = affine_map<(d0)[s0] -> (d0 * 32 + s0)>
+#map5 = affine_map<(d0) -> (0)>
+module {
+  func.func @rms_rows(%arg0: memref<?x4096xbf16>, %arg1: memref<4096xbf16>, %arg2: memref<?x4096xbf16>, %arg3: f32) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c4096 = arith.constant 4096 : index
+    %cst = arith.constant 4.096000e+03 : f32
+    %dim = memref.dim %arg0, %c0 : memref<?x4096xbf16>
+    %0 = arith.ceildivui %dim, %c4 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg4: index):
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0.000000e+00 : f32
+      %c0_1 = arith.constant 0 : index
+      %c4096_2 = arith.constant 4096 : index
+      %c4_3 = arith.constant 4 : index
+      %1 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<4x4096xf32, "fragment">
+      %2 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "sq"} : () -> memref<4x4096xf32, "fragment">
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 4 : i64>, name = "w"} : () -> memref<4096xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map4, #map5, 32 : i64>, name = "rms"} : () -> memref<4xf32, "fragment">
+      %5 = arith.muli %arg4, %c4 : index
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = arith.addi %5, %arg5 : index
+        %7 = memref.load %arg0[%6, %arg6] {tile.pad = 0.000000e+00 : bf16} : memref<?x4096xbf16>
+        %8 = arith.extf %7 : bf16 to f32
+        memref.store %8, %1[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4096_2) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %arg1[%arg5] {tile.pad = 0.000000e+00 : bf16} : memref<4096xbf16>
+        %7 = arith.extf %6 : bf16 to f32
+        memref.store %7, %3[%arg5] : memref<4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 4 : i64>} : (index) -> ()
+      "tile.parallel"(%c4, %c4096) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        %7 = arith.mulf %6, %6 : f32
+        memref.store %7, %2[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg5: index):
+        memref.store %cst_0, %4[%arg5] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %2[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        %7 = memref.load %4[%arg5] : memref<4xf32, "fragment">
+        %8 = arith.addf %7, %6 : f32
+        memref.store %8, %4[%arg5] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %4[%arg5] : memref<4xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %6, %c16_i32, %c32_i32 : f32
+        %7 = arith.addf %6, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %7, %c8_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %8, %c4_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %9, %c2_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %10, %c1_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_10 : f32
+        memref.store %11, %4[%arg5] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4) ({
+      ^bb0(%arg5: index):
+        %6 = memref.load %4[%arg5] : memref<4xf32, "fragment">
+        %7 = arith.divf %6, %cst : f32
+        %8 = arith.addf %7, %arg3 : f32
+        %9 = math.rsqrt %8 : f32
+        memref.store %9, %4[%arg5] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map4, #map5, 32 : i64>} : (index) -> ()
+      "tile.parallel"(%c4, %c4096) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        %7 = memref.load %4[%arg5] : memref<4xf32, "fragment">
+        %8 = memref.load %3[%arg6] : memref<4096xf32, "fragment">
+        %9 = arith.mulf %6, %7 : f32
+        %10 = arith.mulf %9, %8 : f32
+        memref.store %10, %1[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg5: index, %arg6: index):
+        %6 = memref.load %1[%arg5, %arg6] : memref<4x4096xf32, "fragment">
+        %7 = arith.truncf %6 : f32 to bf16
+        %8 = arith.addi %5, %arg5 : index
+        memref.store %7, %arg2[%8, %arg6] : memref<?x4096xbf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM) ({
-    ^bb0(%i: index):
-      %s = memref.load %rms[%i] : memref<4xf32, "fragment">
-      %mean = arith.divf %s, %nf : f32
-      %e = arith.addf %mean, %eps : f32
-      %r = math.rsqrt %e : f32
-      memref.store %r, %rms[%i] : memref<4xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<4x4096xf32, "fragment">
-      %r = memref.load %rms[%i] : memref<4xf32, "fragment">
-      %wj = memref.load %w[%j] : memref<4096xf32, "fragment">
-      %a = arith.mulf %v, %r : f32
-      %b = arith.mulf %a, %wj : f32
-      memref.store %b, %x[%i, %j] : memref<4x4096xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [4, 4096]} : (memref<4x4096xf32, "fragment">, memref<?x4096xbf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 128 : i64} : (index) -> ()
-  return
+    }) {threads = 128 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -227,42 +546,129 @@ func.func @rms_rows(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref<?
 // CHECK-LABEL: func.func @sm_1warp
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @sm_1warp(%X: memref<?x1024xf16>, %Y: memref<?x1024xf16>) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 1 : index
-  %cN = arith.constant 1024 : index
-  %M = memref.dim %X, %c0 : memref<?x1024xf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<1x1024xf32, "fragment">
-    %m = "tile.alloc_fragment"() {name = "m"} : () -> memref<1xf32, "fragment">
-    %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<1xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 1024]} : (memref<?x1024xf16>, memref<1x1024xf32, "fragment">, index, index, index, index) -> ()
-    "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1024xf32, "fragment">
-      %mi = memref.load %m[%i] : memref<1xf32, "fragment">
-      %d = arith.subf %v, %mi : f32
-      %e = math.exp %d : f32
-      memref.store %e, %x[%i, %j] : memref<1x1024xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 32)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 256) * 8)>
+#map2 = affine_map<(d0)[s0] -> (s0)>
+#map3 = affine_map<(d0) -> (0)>
+module {
+  func.func @sm_1warp(%arg0: memref<?x1024xf16>, %arg1: memref<?x1024xf16>) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c1024 = arith.constant 1024 : index
+    %dim = memref.dim %arg0, %c0 : memref<?x1024xf16>
+    %0 = arith.ceildivui %dim, %c1 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg2: index):
+      %cst = arith.constant 0.000000e+00 : f32
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0xFF800000 : f32
+      %c0_1 = arith.constant 0 : index
+      %c1024_2 = arith.constant 1024 : index
+      %c1_3 = arith.constant 1 : index
+      %1 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<1x1024xf32, "fragment">
+      %2 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 32 : i64>, name = "m"} : () -> memref<1xf32, "fragment">
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 32 : i64>, name = "s"} : () -> memref<1xf32, "fragment">
+      %4 = arith.muli %arg2, %c1 : index
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = arith.addi %4, %arg3 : index
+        %6 = memref.load %arg0[%5, %arg4] {tile.pad = 0xFC00 : f16} : memref<?x1024xf16>
+        %7 = arith.extf %6 : f16 to f32
+        memref.store %7, %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst_0, %2[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = memref.load %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        %6 = memref.load %2[%arg3] : memref<1xf32, "fragment">
+        %7 = arith.maximumf %6, %5 : f32
+        memref.store %7, %2[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %5 = memref.load %2[%arg3] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %5, %c16_i32, %c32_i32 : f32
+        %6 = arith.maximumf %5, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %6, %c8_i32, %c32_i32 : f32
+        %7 = arith.maximumf %6, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %7, %c4_i32, %c32_i32 : f32
+        %8 = arith.maximumf %7, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %8, %c2_i32, %c32_i32 : f32
+        %9 = arith.maximumf %8, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %9, %c1_i32, %c32_i32 : f32
+        %10 = arith.maximumf %9, %shuffleResult_10 : f32
+        memref.store %10, %2[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1, %c1024) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = memref.load %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        %6 = memref.load %2[%arg3] : memref<1xf32, "fragment">
+        %7 = arith.subf %5, %6 : f32
+        %8 = math.exp %7 : f32
+        memref.store %8, %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst, %3[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = memref.load %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        %6 = memref.load %3[%arg3] : memref<1xf32, "fragment">
+        %7 = arith.addf %6, %5 : f32
+        memref.store %7, %3[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %5 = memref.load %3[%arg3] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %5, %c16_i32, %c32_i32 : f32
+        %6 = arith.addf %5, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %6, %c8_i32, %c32_i32 : f32
+        %7 = arith.addf %6, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %7, %c4_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %8, %c2_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %9, %c1_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_10 : f32
+        memref.store %10, %3[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 32 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1, %c1024) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = memref.load %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        %6 = memref.load %3[%arg3] : memref<1xf32, "fragment">
+        %7 = arith.divf %5, %6 : f32
+        memref.store %7, %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3, %c1024_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %5 = memref.load %1[%arg3, %arg4] : memref<1x1024xf32, "fragment">
+        %6 = arith.truncf %5 : f32 to f16
+        %7 = arith.addi %4, %arg3 : index
+        memref.store %6, %arg1[%7, %arg4] : memref<?x1024xf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x1024xf32, "fragment">
-      %si = memref.load %s[%i] : memref<1xf32, "fragment">
-      %q = arith.divf %v, %si : f32
-      memref.store %q, %x[%i, %j] : memref<1x1024xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [1, 1024]} : (memref<1x1024xf32, "fragment">, memref<?x1024xf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 32 : i64} : (index) -> ()
-  return
+    }) {threads = 32 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -272,42 +678,181 @@ func.func @sm_1warp(%X: memref<?x1024xf16>, %Y: memref<?x1024xf16>) attributes {
 // CHECK-COUNT-2: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @sm_8warps(%X: memref<?x8192xf16>, %Y: memref<?x8192xf16>) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 1 : index
-  %cN = arith.constant 8192 : index
-  %M = memref.dim %X, %c0 : memref<?x8192xf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<1x8192xf32, "fragment">
-    %m = "tile.alloc_fragment"() {name = "m"} : () -> memref<1xf32, "fragment">
-    %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<1xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 8192]} : (memref<?x8192xf16>, memref<1x8192xf32, "fragment">, index, index, index, index) -> ()
-    "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<1x8192xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x8192xf32, "fragment">
-      %mi = memref.load %m[%i] : memref<1xf32, "fragment">
-      %d = arith.subf %v, %mi : f32
-      %e = math.exp %d : f32
-      memref.store %e, %x[%i, %j] : memref<1x8192xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 256)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 2048) * 8)>
+#map2 = affine_map<(d0)[s0] -> (s0)>
+#map3 = affine_map<(d0) -> (0)>
+module {
+  func.func @sm_8warps(%arg0: memref<?x8192xf16>, %arg1: memref<?x8192xf16>) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8192 = arith.constant 8192 : index
+    %dim = memref.dim %arg0, %c0 : memref<?x8192xf16>
+    %0 = arith.ceildivui %dim, %c1 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg2: index):
+      %1 = "tile.alloc_shared"() {name = "s_red"} : () -> memref<1x8xf32, "shared">
+      %cst = arith.constant 0.000000e+00 : f32
+      %c8 = arith.constant 8 : index
+      %c32 = arith.constant 32 : index
+      %2 = "tile.alloc_shared"() {name = "m_red"} : () -> memref<1x8xf32, "shared">
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0xFF800000 : f32
+      %c0_1 = arith.constant 0 : index
+      %c8192_2 = arith.constant 8192 : index
+      %c1_3 = arith.constant 1 : index
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<1x8192xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 256 : i64>, name = "m"} : () -> memref<1xf32, "fragment">
+      %5 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 256 : i64>, name = "s"} : () -> memref<1xf32, "fragment">
+      %6 = arith.muli %arg2, %c1 : index
+      "tile.parallel"(%c1_3, %c8192_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = arith.addi %6, %arg3 : index
+        %8 = memref.load %arg0[%7, %arg4] {tile.pad = 0xFC00 : f16} : memref<?x8192xf16>
+        %9 = arith.extf %8 : f16 to f32
+        memref.store %9, %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst_0, %4[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c8192_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        %8 = memref.load %4[%arg3] : memref<1xf32, "fragment">
+        %9 = arith.maximumf %8, %7 : f32
+        memref.store %9, %4[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %7 = memref.load %4[%arg3] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.maximumf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.maximumf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.maximumf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.maximumf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.maximumf %11, %shuffleResult_10 : f32
+        memref.store %12, %4[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %thread_id_x = gpu.thread_id x upper_bound 256
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 256
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c8 : index
+        scf.if %8 {
+          %11 = memref.load %4[%arg3] : memref<1xf32, "fragment">
+          memref.store %11, %2[%arg3, %10] : memref<1x8xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %7 = scf.for %arg4 = %c0_1 to %c8 step %c1_3 iter_args(%arg5 = %cst_0) -> (f32) {
+          %8 = memref.load %2[%arg3, %arg4] : memref<1x8xf32, "shared">
+          %9 = arith.maximumf %arg5, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %4[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c8192) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        %8 = memref.load %4[%arg3] : memref<1xf32, "fragment">
+        %9 = arith.subf %7, %8 : f32
+        %10 = math.exp %9 : f32
+        memref.store %10, %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst, %5[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3, %c8192_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        %8 = memref.load %5[%arg3] : memref<1xf32, "fragment">
+        %9 = arith.addf %8, %7 : f32
+        memref.store %9, %5[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %7 = memref.load %5[%arg3] : memref<1xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.addf %11, %shuffleResult_10 : f32
+        memref.store %12, %5[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %thread_id_x = gpu.thread_id x upper_bound 256
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 256
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c8 : index
+        scf.if %8 {
+          %11 = memref.load %5[%arg3] : memref<1xf32, "fragment">
+          memref.store %11, %1[%arg3, %10] : memref<1x8xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c1_3) ({
+      ^bb0(%arg3: index):
+        %7 = scf.for %arg4 = %c0_1 to %c8 step %c1_3 iter_args(%arg5 = %cst) -> (f32) {
+          %8 = memref.load %1[%arg3, %arg4] : memref<1x8xf32, "shared">
+          %9 = arith.addf %arg5, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %5[%arg3] : memref<1xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 256 : i64>} : (index) -> ()
+      "tile.parallel"(%c1, %c8192) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        %8 = memref.load %5[%arg3] : memref<1xf32, "fragment">
+        %9 = arith.divf %7, %8 : f32
+        memref.store %9, %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c1_3, %c8192_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<1x8192xf32, "fragment">
+        %8 = arith.truncf %7 : f32 to f16
+        %9 = arith.addi %6, %arg3 : index
+        memref.store %8, %arg1[%9, %arg4] : memref<?x8192xf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x8192xf32, "fragment">, memref<1xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<1x8192xf32, "fragment">
-      %si = memref.load %s[%i] : memref<1xf32, "fragment">
-      %q = arith.divf %v, %si : f32
-      memref.store %q, %x[%i, %j] : memref<1x8192xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [1, 8192]} : (memref<1x8192xf32, "fragment">, memref<?x8192xf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 256 : i64} : (index) -> ()
-  return
+    }) {threads = 256 : i64} : (index) -> ()
+    return
+  }
 }
 
 // -----
@@ -317,40 +862,180 @@ func.func @sm_8warps(%X: memref<?x8192xf16>, %Y: memref<?x8192xf16>) attributes 
 // CHECK-COUNT-2: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
-func.func @sm_rows(%X: memref<?x4096xf16>, %Y: memref<?x4096xf16>) attributes {tile.entry} {
-  %c0 = arith.constant 0 : index
-  %cBM = arith.constant 4 : index
-  %cN = arith.constant 4096 : index
-  %M = memref.dim %X, %c0 : memref<?x4096xf16>
-  %grid = arith.ceildivui %M, %cBM : index
-  "tile.kernel"(%grid) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<4x4096xf32, "fragment">
-    %m = "tile.alloc_fragment"() {name = "m"} : () -> memref<4xf32, "fragment">
-    %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<4xf32, "fragment">
-    %row = arith.muli %bx, %cBM : index
-    "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [4, 4096]} : (memref<?x4096xf16>, memref<4x4096xf32, "fragment">, index, index, index, index) -> ()
-    "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<4x4096xf32, "fragment">
-      %mi = memref.load %m[%i] : memref<4xf32, "fragment">
-      %d = arith.subf %v, %mi : f32
-      %e = math.exp %d : f32
-      memref.store %e, %x[%i, %j] : memref<4x4096xf32, "fragment">
+#map = affine_map<(d0, d1) -> ((d1 floordiv 8) mod 64 + d0 * 64)>
+#map1 = affine_map<(d0, d1) -> (d1 mod 8 + (d1 floordiv 512) * 8)>
+#map2 = affine_map<(d0)[s0] -> (d0 * 64 + s0)>
+#map3 = affine_map<(d0) -> (0)>
+module {
+  func.func @sm_rows(%arg0: memref<?x4096xf16>, %arg1: memref<?x4096xf16>) attributes {tile.entry} {
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c4096 = arith.constant 4096 : index
+    %dim = memref.dim %arg0, %c0 : memref<?x4096xf16>
+    %0 = arith.ceildivui %dim, %c4 : index
+    "tile.kernel"(%0) ({
+    ^bb0(%arg2: index):
+      %1 = "tile.alloc_shared"() {name = "s_red"} : () -> memref<4x2xf32, "shared">
+      %cst = arith.constant 0.000000e+00 : f32
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %2 = "tile.alloc_shared"() {name = "m_red"} : () -> memref<4x2xf32, "shared">
+      %c1_i32 = arith.constant 1 : i32
+      %c2_i32 = arith.constant 2 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c16_i32 = arith.constant 16 : i32
+      %cst_0 = arith.constant 0xFF800000 : f32
+      %c0_1 = arith.constant 0 : index
+      %c4096_2 = arith.constant 4096 : index
+      %c4_3 = arith.constant 4 : index
+      %3 = "tile.alloc_fragment"() {layout = #tile.layout<#map, #map1, 1 : i64>, name = "x"} : () -> memref<4x4096xf32, "fragment">
+      %4 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 64 : i64>, name = "m"} : () -> memref<4xf32, "fragment">
+      %5 = "tile.alloc_fragment"() {layout = #tile.layout<#map2, #map3, 64 : i64>, name = "s"} : () -> memref<4xf32, "fragment">
+      %6 = arith.muli %arg2, %c4 : index
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = arith.addi %6, %arg3 : index
+        %8 = memref.load %arg0[%7, %arg4] {tile.pad = 0xFC00 : f16} : memref<?x4096xf16>
+        %9 = arith.extf %8 : f16 to f32
+        memref.store %9, %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst_0, %4[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        %8 = memref.load %4[%arg3] : memref<4xf32, "fragment">
+        %9 = arith.maximumf %8, %7 : f32
+        memref.store %9, %4[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %7 = memref.load %4[%arg3] : memref<4xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.maximumf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.maximumf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.maximumf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.maximumf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.maximumf %11, %shuffleResult_10 : f32
+        memref.store %12, %4[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %thread_id_x = gpu.thread_id x upper_bound 256
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 256
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c2 : index
+        scf.if %8 {
+          %11 = memref.load %4[%arg3] : memref<4xf32, "fragment">
+          memref.store %11, %2[%arg3, %10] : memref<4x2xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %7 = scf.for %arg4 = %c0_1 to %c2 step %c1 iter_args(%arg5 = %cst_0) -> (f32) {
+          %8 = memref.load %2[%arg3, %arg4] : memref<4x2xf32, "shared">
+          %9 = arith.maximumf %arg5, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %4[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>} : (index) -> ()
+      "tile.parallel"(%c4, %c4096) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        %8 = memref.load %4[%arg3] : memref<4xf32, "fragment">
+        %9 = arith.subf %7, %8 : f32
+        %10 = math.exp %9 : f32
+        memref.store %10, %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        memref.store %cst, %5[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        %8 = memref.load %5[%arg3] : memref<4xf32, "fragment">
+        %9 = arith.addf %8, %7 : f32
+        memref.store %9, %5[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>, tile.accumulate} : (index, index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %7 = memref.load %5[%arg3] : memref<4xf32, "fragment">
+        %shuffleResult, %valid = gpu.shuffle xor %7, %c16_i32, %c32_i32 : f32
+        %8 = arith.addf %7, %shuffleResult : f32
+        %shuffleResult_4, %valid_5 = gpu.shuffle xor %8, %c8_i32, %c32_i32 : f32
+        %9 = arith.addf %8, %shuffleResult_4 : f32
+        %shuffleResult_6, %valid_7 = gpu.shuffle xor %9, %c4_i32, %c32_i32 : f32
+        %10 = arith.addf %9, %shuffleResult_6 : f32
+        %shuffleResult_8, %valid_9 = gpu.shuffle xor %10, %c2_i32, %c32_i32 : f32
+        %11 = arith.addf %10, %shuffleResult_8 : f32
+        %shuffleResult_10, %valid_11 = gpu.shuffle xor %11, %c1_i32, %c32_i32 : f32
+        %12 = arith.addf %11, %shuffleResult_10 : f32
+        memref.store %12, %5[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.convergent} : (index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %thread_id_x = gpu.thread_id x upper_bound 256
+        %7 = arith.remui %thread_id_x, %c32 : index
+        %8 = arith.cmpi eq, %7, %c0_1 : index
+        %thread_id_x_4 = gpu.thread_id x upper_bound 256
+        %9 = arith.divui %thread_id_x_4, %c32 : index
+        %10 = arith.remui %9, %c2 : index
+        scf.if %8 {
+          %11 = memref.load %5[%arg3] : memref<4xf32, "fragment">
+          memref.store %11, %1[%arg3, %10] : memref<4x2xf32, "shared">
+        }
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>, tile.all_replicas} : (index) -> ()
+      "tile.parallel"(%c4_3) ({
+      ^bb0(%arg3: index):
+        %7 = scf.for %arg4 = %c0_1 to %c2 step %c1 iter_args(%arg5 = %cst) -> (f32) {
+          %8 = memref.load %1[%arg3, %arg4] : memref<4x2xf32, "shared">
+          %9 = arith.addf %arg5, %8 : f32
+          scf.yield %9 : f32
+        } {tile.unroll}
+        memref.store %7, %5[%arg3] : memref<4xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map2, #map3, 64 : i64>} : (index) -> ()
+      "tile.parallel"(%c4, %c4096) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        %8 = memref.load %5[%arg3] : memref<4xf32, "fragment">
+        %9 = arith.divf %7, %8 : f32
+        memref.store %9, %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
+      "tile.parallel"(%c4_3, %c4096_2) ({
+      ^bb0(%arg3: index, %arg4: index):
+        %7 = memref.load %3[%arg3, %arg4] : memref<4x4096xf32, "fragment">
+        %8 = arith.truncf %7 : f32 to f16
+        %9 = arith.addi %6, %arg3 : index
+        memref.store %8, %arg1[%9, %arg4] : memref<?x4096xf16>
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#map, #map1, 1 : i64>} : (index, index) -> ()
       "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
-    "tile.parallel"(%cBM, %cN) ({
-    ^bb0(%i: index, %j: index):
-      %v = memref.load %x[%i, %j] : memref<4x4096xf32, "fragment">
-      %si = memref.load %s[%i] : memref<4xf32, "fragment">
-      %q = arith.divf %v, %si : f32
-      memref.store %q, %x[%i, %j] : memref<4x4096xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index, index) -> ()
-    "tile.copy"(%x, %Y, %c0, %c0, %row, %c0) {shape = [4, 4096]} : (memref<4x4096xf32, "fragment">, memref<?x4096xf16>, index, index, index, index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 256 : i64} : (index) -> ()
-  return
+    }) {threads = 256 : i64} : (index) -> ()
+    return
+  }
 }

@@ -14,6 +14,8 @@ a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import ml_dtypes
 import numpy as np
 
@@ -21,11 +23,12 @@ from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, located_signature_error, signature_from_info,
                                              signature_from_ir, written_params)
 from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
-from tilemlir.diagnostics import CompileError, TilemlirError
+from tilemlir.backends.cpu.simulate_threads import DEFAULT_OPTIONS, SimulateOptions
+from tilemlir.diagnostics import TilemlirError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
-from tilemlir.passes import cpu_lower_tile_to_loops, cpu_simulate_threads
-from tilemlir.passes.cpu_simulate_threads import DEFAULT_OPTIONS, SimulateOptions
+from tilemlir.pass_infra.runner import run_pipeline
+from tilemlir.pipeline import cpu_thread_pipeline, cpu_tile_pipeline
 from tilemlir.runtime.arrays import describe_host
 from tilemlir.runtime.checks import HOST, ArgumentBinder
 from tilemlir.runtime.signature import KernelSignature, SignatureError, TensorParam
@@ -47,22 +50,30 @@ class SimulationError(TilemlirError):
 
 
 def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None = None, level: str = "tile",
-          *, out_idx: tuple[int, ...] = (), simulate: SimulateOptions = DEFAULT_OPTIONS) -> "CpuKernel":
+          *, out_idx: tuple[int, ...] = (), simulate: SimulateOptions = DEFAULT_OPTIONS,
+          after_pass: Callable[[str, ir.Operation], None] | None = None) -> "CpuKernel":
     """Compile `module` for the CPU. `level="tile"`: tile-level IR (run through
-    `lower-tile-to-loops`); `level="thread"`: thread-level IR (through `simulate-threads`
-    with the options `simulate`). `signature_info`: the runtime's `KernelSignature`, or
+    `cpu_tile_pipeline`); `level="thread"`: thread-level IR (through `cpu_thread_pipeline`,
+    `simulate-threads` with the options `simulate`); then `cpu_llvm_pipeline`
+    (`tilemlir.pipeline`). `signature_info`: the runtime's `KernelSignature`, or
     the frontend's `KernelInfo`, or None to derive it from the IR's `tile.*` attributes
-    with `out_idx` naming the outputs. The module is not modified."""
+    with `out_idx` naming the outputs. `after_pass(pass name, module)` is called after
+    every pass (the driver's IR dumps). The module is not modified."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     signature = _signature(module, signature_info, out_idx)
     with module.context:
         work = ir.Module.parse(module.operation.get_asm(enable_debug_info=True))
         name = _ascii_entry_name(entry_function(work))
-        _lower(work, level, simulate)
+        run_pipeline(work, _level_pipeline(level, simulate), after_pass=after_pass)
         sites = _simulation_sites(work)
-        _drop_tile_attributes(work)
-    return CpuKernel(signature, NativeFunction(work, name), level, sites)
+    return CpuKernel(signature, NativeFunction(work, name, after_pass), level, sites)
+
+
+def _level_pipeline(level: str, simulate: SimulateOptions) -> list:
+    if level == "tile":
+        return cpu_tile_pipeline()
+    return [(name, simulate) if name == "simulate-threads" else name for name in cpu_thread_pipeline()]
 
 
 def _ascii_entry_name(function) -> str:
@@ -88,32 +99,11 @@ def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSigna
     raise TypeError(f"signature_info must be a KernelSignature, a KernelInfo or None, got {type(info).__name__}")
 
 
-def _lower(module: ir.Module, level: str, simulate: SimulateOptions) -> None:
-    if level == "tile":
-        cpu_lower_tile_to_loops.run(module.operation, None)
-    else:
-        cpu_simulate_threads.run(module.operation, simulate)
-    try:
-        module.operation.verify()
-    except ir.MLIRError as exc:
-        messages = "; ".join(d.message for d in exc.error_diagnostics) or str(exc)
-        raise CompileError(f"CPU backend: the {level}-level lowering produced invalid IR: {messages}") from None
-
-
 def _simulation_sites(module: ir.Module) -> list[str] | None:
     function = entry_function(module)
     if SITES_ATTR not in function.attributes:
         return None
     return [ir.StringAttr(a).value for a in ir.ArrayAttr(function.attributes[SITES_ATTR])]
-
-
-def _drop_tile_attributes(module: ir.Module) -> None:
-    def visit(op):
-        for attr in [name for name in op.attributes if name.startswith("tile.")]:
-            del op.attributes[attr]
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
 
 
 class CpuKernel:

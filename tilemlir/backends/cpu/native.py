@@ -1,6 +1,6 @@
 """Call a loop-level `func.func` on numpy arrays: JIT it and pass memref descriptors via ctypes.
 
-`NativeFunction(module, name)` takes a module whose function `name` has
+`NativeFunction(module, name, after_pass)` takes a module whose function `name` has
 only upstream loop-level ops (what `lower-tile-to-loops` or
 `simulate-threads` give), lowers and JIT-compiles it, and calls its
 `_mlir_ciface_` entry. Memref arguments are C-contiguous numpy arrays
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
@@ -59,7 +60,7 @@ def descriptor(array: np.ndarray) -> ctypes.Structure:
 class NativeFunction:
     """A JIT-compiled loop-level function; call it with one value per MLIR argument."""
 
-    def __init__(self, module: ir.Module, name: str):
+    def __init__(self, module: ir.Module, name: str, after_pass: Callable[[str, ir.Operation], None] | None = None):
         self.name = name
         with module.context:
             entry = _find_function(module, name)
@@ -67,7 +68,7 @@ class NativeFunction:
             self._ranks = [t.rank if isinstance(t, ir.MemRefType) else None for t in entry.type.inputs]
             _pass_halves_as_bits(entry)
             entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-        self.llvm_ir = to_llvm_ir(module)
+        self.llvm_ir = to_llvm_ir(module, after_pass)
         self._jit = JitModule(self.llvm_ir)
         argtypes = [
             ctypes.POINTER(descriptor_struct(rank)) if rank is not None else _scalar_ctype(type_)

@@ -1,1 +1,1 @@
-"""Thread-level simulation: phases, per-thread state and run-time checks (see passes/cpu_simulate_threads.py)."""
+"""Thread-level simulation: phases, per-thread state and run-time checks (see backends/cpu/simulate_threads.py)."""

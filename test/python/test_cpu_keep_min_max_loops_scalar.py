@@ -10,7 +10,7 @@ import numpy as np
 
 import tilemlir
 import tilemlir.language as T
-from tilemlir.backends.cpu.loop_hints import keep_min_max_loops_scalar
+from tilemlir.backends.cpu import keep_min_max_loops_scalar
 from tilemlir.context import make_context
 from tilemlir.mlir import ir
 
@@ -58,7 +58,7 @@ def test_only_the_loops_computing_a_float_max_or_min_are_kept_scalar():
     unrolled) are marked; the sum loop is left to the vectorizer."""
     with make_context(), ir.Location.unknown():
         module = ir.Module.parse(LOOPS)
-        keep_min_max_loops_scalar(module)
+        keep_min_max_loops_scalar.run(module.operation, None)
         marked = {}
         for block in module.body.operations[0].regions[0].blocks:
             terminator = list(block.operations)[-1]
@@ -81,7 +81,7 @@ def add_rows(N):
 
 def test_loops_without_a_max_or_min_are_still_vectorized(rng):
     kernel = tilemlir.compile(add_rows.instantiate(N=1024), target="cpu", level="tile")
-    optimized = kernel.artifact.kernel._function._jit.optimized_ir
+    optimized = kernel.compiled._function._jit.optimized_ir
     assert re.search(r"fadd <\d+ x float>", optimized)
     a, b = rng.standard_normal((2, 1024)).astype(np.float32)
     assert np.array_equal(kernel(a, b), a + b)

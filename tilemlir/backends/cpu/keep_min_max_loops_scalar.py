@@ -1,4 +1,8 @@
-"""Keep LLVM's loop vectorizer away from the loops that abort it: those with a float max or min.
+"""`keep-min-max-loops-scalar`: keep LLVM's loop vectorizer away from the loops that abort it, those
+with a float max or min (CPU backend).
+
+Takes LLVM-dialect IR; gives the same IR with those loops' back edges
+annotated. Why:
 
 llvmlite's LLVM (22) is built with assertions. Its loop vectorizer, choosing
 a vector width, costs every candidate twice (the VPlan cost model and the
@@ -12,7 +16,7 @@ legacy cost model disagreed"): `quant_row_fp8` at 22-23 and 28-31 columns
 on one x86 host, 28-31 and 36-39 on another, which is why a fixed list of
 widths cannot be avoided.
 
-`keep_min_max_loops_scalar` marks every loop whose body computes a float
+The pass marks every loop whose body computes a float
 maxnum or minnum (scalar or vector, whether it carries it in a register or
 through memory) `llvm.loop.vectorize.enable = false`. Those loops stay
 scalar; every other loop is vectorized as before. (Giving every loop its
@@ -24,14 +28,18 @@ assertion, but then each loop the vectorizer cannot vectorize prints a
 from __future__ import annotations
 
 from tilemlir.mlir import ir
+from tilemlir.pass_infra.registry import register_pass
 
 MIN_MAX_OPS = frozenset({"llvm.intr.maxnum", "llvm.intr.minnum"})
 
 
-def keep_min_max_loops_scalar(module: ir.Module) -> None:
+@register_pass("keep-min-max-loops-scalar", "loops computing a float maxnum/minnum -> not vectorized by LLVM, "
+                                            "whose width choice aborts on them (CPU backend)")
+def run(module: ir.Operation, options) -> None:
     """Mark the loops of every `llvm.func` in `module` whose body has a `MIN_MAX_OPS` op."""
-    scalar = ir.Attribute.parse("#llvm.loop_annotation<vectorize = <width = 1 : i32>, interleave = <count = 1 : i32>>")
-    for function in module.body.operations:
+    scalar = ir.Attribute.parse("#llvm.loop_annotation<vectorize = <width = 1 : i32>, interleave = <count = 1 : i32>>",
+                                module.context)
+    for function in module.regions[0].blocks[0].operations:
         if function.name != "llvm.func" or not len(function.regions[0].blocks):
             continue
         blocks = list(function.regions[0].blocks)

@@ -1,0 +1,143 @@
+"""Test helpers shared between test files (test files do not import each other): hand-written kernel
+modules, the CUDA emitter run on them or on a jit function through the whole pipeline, and NVRTC
+compiles of the result (no GPU needed); a hand-written CUDA kernel and its signature; the examples."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tilemlir.context import make_context
+from tilemlir.emit_cuda import emit
+from tilemlir.mlir import ir
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+
+ROWS = 64  # the static column count of the helper kernels
+
+
+# -- building thread-level modules ------------------------------------------------------------------
+
+HOST_CONSTANTS = """
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index"""
+
+
+def kernel_module(body: str, params: list[tuple[str, str]], *, name: str = "k", dims: list | None = None,
+                  symbols: tuple[str, ...] = ("M",), grid: str = "%M", threads: int = 64, host: str = "",
+                  attrs: str = "", locs: str = "") -> str:
+    """A module with one `tile.entry` kernel. `params` are (name, type); the SSA name of each is `%name`.
+    Tensors of rank 2 get dims ["M", 64] unless `dims` says otherwise; %M reads dim 0 of the first one."""
+    if dims is None:
+        dims = [["M", ROWS] if t.startswith("memref<?x") else ([] if not t.startswith("memref") else None)
+                for _, t in params]
+    first_tensor = next((n, t) for n, t in params if t.startswith("memref"))
+    dim_line = f"    %M = memref.dim %{first_tensor[0]}, %c0 : {first_tensor[1]}" if "M" in symbols else ""
+    args = ", ".join(f"%{n}: {t}" for n, t in params)
+    names = json.dumps([n for n, _ in params])
+    return f"""{locs}
+module {{
+  func.func @{name}({args}) attributes {{tile.entry, tile.arg_names = {names},
+      tile.arg_dims = {json.dumps(dims)}, tile.symbols = {json.dumps(list(symbols))}{attrs}}} {{{HOST_CONSTANTS}
+    %cthreads = arith.constant {threads} : index
+{dim_line}
+{host}
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = {grid}, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %cthreads, %sy = %c1, %sz = %c1) {{
+{body}
+      gpu.terminator
+    }}
+    return
+  }}
+}}
+"""
+
+
+def elementwise_module(inputs: dict[str, str], outputs: dict[str, str], ops: str, name: str = "k") -> str:
+    """Loads every input at [bx, tx] as %name, runs `ops` (which define %out for each output `out`),
+    stores each output at [bx, tx]. Element types by name; all tensors are ?x64."""
+    params = [(n, f"memref<?x{ROWS}x{t}>") for n, t in {**inputs, **outputs}.items()]
+    loads = "\n".join(f"      %{n}_v = memref.load %{n}[%bx, %tx] : memref<?x{ROWS}x{t}>" for n, t in inputs.items())
+    stores = "\n".join(f"      memref.store %{n}_r, %{n}[%bx, %tx] : memref<?x{ROWS}x{t}>" for n, t in outputs.items())
+    return kernel_module(f"{loads}\n{ops}\n{stores}", params, name=name)
+
+
+def normalized(source: str, *inputs: str) -> str:
+    """The source with each input's element read at [bx, tx] spelled `NAME_v`, whether it was folded
+    into its use (`X[bx * 64 + tx]`) or named (`xv`)."""
+    import re
+
+    for name in inputs:
+        source = source.replace(f"{name}[bx * 64 + tx]", f"{name}_v")
+        source = re.sub(rf"\b{name.lower()}v\b", f"{name}_v", source)
+    return source
+
+
+def emit_text(text: str, **options):
+    with make_context():
+        return emit(ir.Module.parse(text), **options)
+
+
+def emitted_cuda(fn, **options):
+    """The CUDA source and signature of a kernel function, through the whole pipeline (no GPU needed);
+    `options` are emit()'s."""
+    from tilemlir import driver
+
+    module = fn.frontend().module()
+    with module.context:
+        driver.run_stages(module, "final")
+        return emit(module, **options)
+
+
+def compile_ptx(emitted) -> str:
+    nvrtc = pytest.importorskip("tilemlir.runtime.nvrtc")
+    pytest.importorskip("cuda.bindings.nvrtc")
+    options = nvrtc.CompileOptions(arch="sm_90a", fmad=emitted.fmad)
+    return nvrtc.compile_ptx(emitted.source, emitted.signature.name, options)
+
+
+def compiles(emitted) -> str:
+    """Compile through NVRTC for sm_90a (a real cubin), returning the PTX for inspection."""
+    nvrtc = pytest.importorskip("tilemlir.runtime.nvrtc")
+    pytest.importorskip("cuda.bindings.nvrtc")
+    cubin = nvrtc.compile_cuda(emitted.source, emitted.signature.name, nvrtc.CompileOptions(arch="sm_90a",
+                                                                                            fmad=emitted.fmad))
+    assert cubin[:4] == b"\x7fELF"
+    return compile_ptx(emitted)
+
+
+def body_of(source: str) -> str:
+    return source[source.index('extern "C"'):]
+
+
+# -- a hand-written CUDA kernel -------------------------------------------------------------------
+
+AXPY_SOURCE = r'''extern "C" __global__ void __launch_bounds__(128) axpy(const float* __restrict__ x, float* __restrict__ y,
+                                                     float a, long long N) {
+  long long i = (long long)blockIdx.x * 128 + threadIdx.x;
+  if (i < N) y[i] = a * x[i] + y[i];
+}
+'''
+AXPY_SIGNATURE = KernelSignature(
+    name="axpy",
+    params=(TensorParam("x", "float32", ("N",)), TensorParam("y", "float32", ("N",)), ScalarParam("a", "float32")),
+    symbols=("N",), grid=("(N + 127) // 128", "1", "1"), block=(128, 1, 1), cuda_params=("x", "y", "a", "N"))
+
+
+# -- the examples ----------------------------------------------------------------------------------
+
+def example_module(name):
+    """The module examples/<name>.py."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    return importlib.import_module(name)

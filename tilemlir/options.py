@@ -1,0 +1,87 @@
+"""The compile options of each target, typed and checked before anything compiles.
+
+`tilemlir.compile(fn, target, **options)` (and `@tilemlir.jit(**options)`)
+turn their keyword options into one of these frozen records with
+`options_for(target, options)`, which names the option at fault (an
+unknown one, a value of the wrong type or out of range) before the frontend
+runs. The driver takes the record; equal records are the same compile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from tilemlir.diagnostics import CompileError
+
+TARGETS = ("cuda", "cpu")
+CPU_LEVELS = ("tile", "thread")
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    """`target="cuda"`."""
+
+    fast_math: bool = False  # fast-math intrinsics and NVRTC's -use_fast_math
+    fmad: bool | None = None  # NVRTC's --fmad; None: the emitter's choice
+    arch: str | None = None  # e.g. "sm_90a"; None: the current device's
+    use_cache: bool = True  # the disk caches (source level and NVRTC)
+    # 32 or 64-bit index math; None: 32 where proven exact (emit_cuda/index_width.py).
+    index_bits: int | None = None
+    tensor_cores: bool = True  # False: every T.gemm on CUDA cores (select-mma selects none)
+
+
+@dataclass(frozen=True)
+class CpuOptions:
+    """`target="cpu"`: the exact reference, no GPU."""
+
+    level: str = "tile"  # "tile": the frontend IR; "thread": the `final` stage IR, simulated
+    fast_math: bool = False  # accepted so a kernel's options work on both targets; no effect
+    index_bits: int | None = None  # the CPU backend computes index math in 64 bits: 64 or None
+    tensor_cores: bool = True  # as for CUDA: the thread level then simulates the mma.sync lowering
+
+
+TargetOptions = CudaOptions | CpuOptions
+_RECORDS = {"cuda": CudaOptions, "cpu": CpuOptions}
+_BOOLS = ("fast_math", "use_cache", "tensor_cores")
+_INDEX_BITS = {"cuda": (32, 64), "cpu": (64,)}
+
+
+def options_for(target: str, options: Mapping[str, Any]) -> TargetOptions:
+    """The options record of `target` from keyword options; a CompileError names a bad one."""
+    if target not in _RECORDS:
+        raise CompileError(f"unknown target '{target}' (known targets: {', '.join(TARGETS)})")
+    record = _RECORDS[target]
+    allowed = [f.name for f in dataclasses.fields(record)]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise CompileError(
+            f"unknown option(s) for target '{target}': {', '.join(unknown)} (known: {', '.join(allowed)})"
+        )
+    for name, value in options.items():
+        _check(target, name, value)
+    return record(**options)
+
+
+def _check(target: str, name: str, value: Any) -> None:
+    if name in _BOOLS or (name == "fmad" and value is not None):
+        if not isinstance(value, bool):
+            raise CompileError(f"option {name} for target '{target}' must be True or False, got {value!r}")
+    elif name == "arch" and value is not None and not isinstance(value, str):
+        raise CompileError(f"option arch for target '{target}' must be a string such as 'sm_90a', or None "
+                           f"for the current device's, got {value!r}")
+    elif name == "index_bits":
+        _check_index_bits(target, value)
+    elif name == "level" and value not in CPU_LEVELS:
+        raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {value!r}")
+
+
+def _check_index_bits(target: str, value: Any) -> None:
+    allowed = _INDEX_BITS[target]
+    if value is None or (type(value) is int and value in allowed):
+        return
+    choices = " or ".join(str(a) for a in allowed)
+    why = "; the CPU backend (the reference) computes index math in 64 bits" if target == "cpu" and value == 32 else ""
+    raise CompileError(f"option index_bits for target '{target}' must be {choices}, or None to let the compiler "
+                       f"choose, got {value!r}{why}")
