@@ -11,6 +11,13 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
+from tilemlir.backends.cpu.kernel import SimulationError, build
+from tilemlir.dialects.tile import SHARED, memory_space
+from tilemlir.ir_util import ops_named
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.runner import run_pipeline
+from tilemlir.pipeline import passes_until
+from support import example_module
 from tilemlir.testing import relative_error
 
 
@@ -118,6 +125,29 @@ def test_epilogue_over_the_accumulator(rng):
     assert np.array_equal(got, reference)
 
 
+def test_an_ldmatrix_of_a_tile_still_in_flight_is_a_race(rng):
+    """examples/gemm.py's 3-stage cp.async ring (static N, K: the copies are cp.async) with a wait that
+    retires one group too few: an ldmatrix reads a ring slot whose cp.async has not landed (the simulation
+    checks ldmatrix rows as it checks loads)."""
+    fn = example_module("gemm").matmul.instantiate(N=64, K=96, block_M=64, block_N=64, block_K=32)
+    a, b, want = operands(rng, 70, 64, 96, False, False, np.float16)
+    module = fn.frontend().module()
+    with module.context:
+        run_pipeline(module, ",".join(passes_until("final")))
+    assert relative_error(build(module, fn.frontend().info, level="thread")(a, b), want) <= 1e-3
+    with module.context:
+        shared_loads = [op for op in ops_named(module.operation, "memref.load", "vector.load")
+                        if memory_space(op.operands[0].type) == SHARED]
+        assert ops_named(module.operation, "tile.ldmatrix") and not shared_loads  # only ldmatrix reads the rings
+        waits = ops_named(module.operation, "tile.cp_async_wait")
+        assert waits and ops_named(module.operation, "tile.cp_async")
+        for wait in waits:
+            wait.attributes["pending"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)
+    with pytest.raises(SimulationError, match=r"data race on shared buffer '[AB]_s' .* reads it at .* while the "
+                                              r"cp.async of thread \d+ into it has not landed"):
+        build(module, fn.frontend().info, level="thread")(a, b)
+
+
 def test_policy_reaches_the_gemm_and_a_bad_one_is_a_located_error():
     from tilemlir.pass_infra.runner import run_pipeline
 
@@ -141,15 +171,7 @@ def test_policy_reaches_the_gemm_and_a_bad_one_is_a_located_error():
 
 @pytest.fixture(scope="module")
 def example_kernel():
-    import sys
-    from pathlib import Path
-
-    examples = Path(__file__).resolve().parents[2] / "examples"
-    if str(examples) not in sys.path:
-        sys.path.insert(0, str(examples))
-    import gemm
-
-    return tilemlir.compile(gemm.matmul.instantiate(N=4096, K=4096), target="cuda")
+    return tilemlir.compile(example_module("gemm").matmul.instantiate(N=4096, K=4096), target="cuda")
 
 
 def test_example_takes_the_tensor_core_path(example_kernel):

@@ -81,6 +81,10 @@ class AsyncCopies:
         for op in accesses:
             with op.location, ir.InsertionPoint(op):
                 self._check_not_pending(op)
+        for op in ops_named(self.launch, "tile.ldmatrix"):
+            if op.operands[0] in self.targets:
+                with op.location, ir.InsertionPoint(op):
+                    self._check_ldmatrix_row(op)
         for op in self.copies:
             with op.location, ir.InsertionPoint(op):
                 self._copy(op)
@@ -159,11 +163,18 @@ class AsyncCopies:
 
     # -- touching a pending element --------------------------------------------------------------
     def _check_not_pending(self, op: ir.Operation) -> None:
-        target = self.targets[_buffer_of(op)]
         reads = op.name.endswith("load")
         indices = list(op.operands[1:] if reads else op.operands[2:])
+        self._check_elements(op, self.targets[_buffer_of(op)], indices, vector_width(op), reads)
+
+    def _check_ldmatrix_row(self, op: ir.Operation) -> None:
+        """An ldmatrix lane reads the 16-byte row its indices start (the collective reads it for its matrix)."""
+        target = self.targets[op.operands[0]]
+        width = 16 * 8 // ir.MemRefType(target.buffer.type).element_type.width
+        self._check_elements(op, target, list(op.operands[2:]), width, True)
+
+    def _check_elements(self, op: ir.Operation, target: _Target, indices, width: int, reads: bool) -> None:
         tid = thread_id()
-        width = vector_width(op)
         inside, _, _ = bounds(target.buffer, indices, False, width)
         if inside is None:
             self._pending_lanes(op, target, indices, width, reads, tid)
