@@ -37,6 +37,7 @@ if __package__ in (None, ""):
 from benchmarks import gemm_cases, gemm_report
 from benchmarks.cases import split_list
 from benchmarks.gemm_cases import GemmCase
+from benchmarks.ours import Missing, load_artifact
 
 GEMM_ARTIFACTS = Path(__file__).resolve().parent / "artifacts_gemm"
 MANIFEST = "manifest.json"
@@ -80,10 +81,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # -- ours ----------------------------------------------------------------------------------------
-class Missing(Exception):
-    """Our kernel for a case cannot be run; the message says why."""
-
-
 def signature_problems(signature: Any, case: GemmCase) -> list[str]:
     """How a loaded signature departs from C = A @ B with A (M, K), B (K, N), C (M, N), M symbolic."""
     n, k = case.shape.n, case.shape.k
@@ -103,18 +100,10 @@ def signature_problems(signature: Any, case: GemmCase) -> list[str]:
 def load_ours(case: GemmCase, root: Path) -> Any:
     """Our compiled kernel for `case`, taking a caller's C (so the harness can poison it)."""
     directory = root / case.artifact_id
-    if not (directory / "signature.json").is_file():
-        raise Missing(f"no artifact {directory.name} under {root} (run python3 -m benchmarks.build_gemm_artifacts "
-                      "here and carry benchmarks/artifacts_gemm)")
-    try:
-        from tilemlir.runtime import load
-        from tilemlir.runtime.kernel import CompiledKernel
-    except ImportError as exc:
-        raise Missing(f"tilemlir.runtime does not import: {exc}") from None
-    try:
-        loaded = load(directory)
-    except Exception as exc:  # a LaunchError names the broken file
-        raise Missing(f"artifact {directory.name} does not load: {exc}") from None
+    loaded = load_artifact(directory, f"no artifact {directory.name} under {root} (run python3 -m "
+                                      "benchmarks.build_gemm_artifacts here and carry benchmarks/artifacts_gemm)")
+    from tilemlir.runtime.kernel import CompiledKernel
+
     problems = signature_problems(loaded.signature, case)
     if problems:
         raise Missing(f"artifact {directory.name} is not this GEMM: " + "; ".join(problems))

@@ -67,19 +67,25 @@ class OursImpl:
         return f"{self.directory.name}: outputs {'allocated (out_idx)' if self.allocates else 'passed'}"
 
 
-def load_ours(case: Case, root: Path = ARTIFACTS) -> OursImpl:
-    """Our compiled kernel for `case`; Missing(reason) when there is none or it does not fit."""
-    directory = artifact_dir(case, root)
+def load_artifact(directory: Path, absent: str) -> Any:
+    """The runtime kernel exported into `directory`; Missing(`absent`) when there is none, Missing(why)
+    when the runtime does not import or the artifact does not load."""
     if not (directory / "signature.json").is_file():
-        raise Missing(f"no artifact {directory.name} (run benchmarks/build_artifacts.py)")
+        raise Missing(absent)
     try:
         from tilemlir.runtime import load
     except ImportError as exc:
         raise Missing(f"tilemlir.runtime does not import: {exc}") from None
     try:
-        compiled = load(directory)
+        return load(directory)
     except Exception as exc:  # a LaunchError names the broken file
         raise Missing(f"artifact {directory.name} does not load: {exc}") from None
+
+
+def load_ours(case: Case, root: Path = ARTIFACTS) -> OursImpl:
+    """Our compiled kernel for `case`; Missing(reason) when there is none or it does not fit."""
+    directory = artifact_dir(case, root)
+    compiled = load_artifact(directory, f"no artifact {directory.name} (run benchmarks/build_artifacts.py)")
     problems = signature_problems(compiled.signature, case.kernel)
     if problems:
         raise Missing(f"artifact {directory.name} does not follow the calling convention: " + "; ".join(problems))
