@@ -70,6 +70,9 @@ def final_pipeline() -> list[str]:
         "canonicalize",
         # The merged branches repeat each copy's index arithmetic; one more cse keeps one copy.
         "cse",
+        # Last, once cse has made each ring slot `(t + c) mod S` one value: counters carried by the loop
+        # instead of a remainder (and the CUDA compiler's induction registers) per iteration.
+        "carry-ring-slots",
     ]
 
 

@@ -150,6 +150,34 @@ def test_loop_carried_values_and_unknown_ops_stay_unknown():
     assert got["r"] == UNKNOWN and got["next"] == UNKNOWN and got["sh"] == UNKNOWN
 
 
+def test_a_ring_slot_counter_is_bounded_by_its_inductive_range():
+    """carry-ring-slots' counters: `s + 1 == 3 ? 0 : s + 1` from 2 stays in [0, 2] (the select picks s + 1 only
+    where it is not 3), after the loop too; a counter that may pass its wrap value is unknown."""
+    got = ranges("""
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %slot = scf.for %i = %c0 to %c64 step %c1 iter_args(%s = %c2) -> (index) {
+      %up = arith.addi %s, %c1 : index
+      %wraps = arith.cmpi eq, %up, %c3 : index
+      %next = arith.select %wraps, %c0, %up : index
+      %byte = arith.muli %s, %c64 : index
+      scf.yield %next : index
+    }
+    %c5 = arith.constant 5 : index
+    %runs = scf.for %i = %c0 to %c64 step %c1 iter_args(%s = %c5) -> (index) {
+      %up5 = arith.addi %s, %c1 : index
+      %wraps5 = arith.cmpi eq, %up5, %c3 : index
+      %next5 = arith.select %wraps5, %c0, %up5 : index
+      scf.yield %next5 : index
+    }
+    %t = gpu.thread_id x
+    %ne = arith.cmpi ne, %t, %c0 : index
+    %not0 = arith.select %ne, %t, %c1 : index""")
+    assert got["slot"] == (0, 2) and got["next"] == (0, 2) and got["byte"] == (0, 128)
+    assert got["runs"] == UNKNOWN  # from 5 it counts up past 3 and never wraps
+    assert got["not0"] == (1, 127)  # picks t only where t != 0, the bottom of its range
+
+
 @pytest.mark.parametrize("length", [10, 80])
 def test_a_chain_deeper_than_the_depth_limit_is_unknown_but_a_query_from_the_middle_is_not(length):
     """Ranges cut short by the depth limit are not kept: asking for a value nearer the start still works."""

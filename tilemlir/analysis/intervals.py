@@ -29,6 +29,7 @@ from tilemlir.mlir import ir
 
 Range = tuple  # (lo | None, hi | None)
 UNKNOWN: Range = (None, None)
+_CARRIED_WIDENINGS = 16  # an iter_arg's range must settle within this many widenings (a ring of 16 slots)
 _MAX_DEPTH = 64
 
 
@@ -191,6 +192,30 @@ class Intervals:
             lo = self.operand_range(op, op.operands[0], depth)[0]
             hi = self.operand_range(op, op.operands[1], depth)[1]
             return lo, None if hi is None else hi - 1
+        if op.name == "scf.for":
+            return self._carried_range(op, value, depth)
+        return UNKNOWN
+
+    def _carried_range(self, loop: ir.Operation, value: ir.BlockArgument, depth: int) -> Range:
+        """An iter_arg's range: one that holds its initial value and, assumed of the argument, its yielded
+        value (an inductive invariant), found by widening the initial range a few times; else unknown."""
+        number = value.arg_number - 1
+        carried = self.operand_range(loop, loop.operands[3 + number], depth)
+        yielded = operation(list(loop.regions[0].blocks[0].operations)[-1]).operands[number]
+        for _ in range(_CARRIED_WIDENINGS):
+            if carried[0] is None or carried[1] is None:
+                return UNKNOWN
+            assumed = carried
+
+            def known(v, assumed=assumed):
+                if v == value:
+                    return assumed
+                return self._known(v) if self._known is not None else None
+
+            step = Intervals(known).range(yielded, depth + 1)
+            if step[0] is not None and step[1] is not None and assumed[0] <= step[0] and step[1] <= assumed[1]:
+                return assumed
+            carried = union(assumed, step)
         return UNKNOWN
 
     def _op_range(self, op: ir.Operation, value: ir.Value, depth: int) -> Range:
@@ -218,9 +243,14 @@ class Intervals:
             return 0, 31
         if name in ("affine.apply", "affine.min", "affine.max"):
             return self._affine_range(op, depth)
+        if name == "scf.for":  # what the last iteration yields (or the initial value): the iter_arg's invariant
+            number = list(op.results).index(value)
+            return self._rng(op.regions[0].blocks[0].arguments[1 + number], depth)
         operands = list(op.operands)
         if name == "arith.select":
-            return union(self.operand_range(op, operands[1], depth), self.operand_range(op, operands[2], depth))
+            picked = [r for r in (self._selected_range(op, operands[1], True, depth),
+                                  self._selected_range(op, operands[2], False, depth)) if r is not None]
+            return UNKNOWN if not picked else picked[0] if len(picked) == 1 else union(*picked)
         if name in ("arith.addi", "arith.subi", "arith.muli", "arith.minsi", "arith.maxsi"):
             a, b = self.operand_range(op, operands[0], depth), self.operand_range(op, operands[1], depth)
             result = {
@@ -241,6 +271,18 @@ class Intervals:
                 return UNKNOWN
             return _DIVISIONS[name](a, c)
         return UNKNOWN
+
+    def _selected_range(self, select: ir.Operation, value: ir.Value, taken: bool, depth: int) -> Range | None:
+        """The range of a select's operand where the select picks it (None: never): `select(x == c, 0, x)`
+        picks x only where x != c, which shortens x's range at an end that is c."""
+        result = self.operand_range(select, value, depth)
+        for subject, bound in _facts(select.operands[0], taken):
+            if subject == value:
+                result = _intersect(result, bound)
+        for subject, excluded in _exclusions(select.operands[0], taken):
+            if subject == value and result is not None:
+                result = _without(result, excluded)
+        return result
 
     def _affine_range(self, op: ir.Operation, depth: int) -> Range:
         amap = ir.AffineMapAttr(op.attributes["map"]).value
@@ -305,6 +347,35 @@ def _facts(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, Range]]:
     if c is None:
         return []
     return [(x, _BOUNDS[predicate][0 if holds else 1](c))]
+
+
+def _exclusions(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, int]]:
+    """(x, c) where `condition` having the truth `holds` says x != c: `x == c` false, `x != c` true."""
+    owner = condition.owner
+    if isinstance(owner, ir.Block) or operation(owner).name != "arith.cmpi":
+        return []
+    op = operation(owner)
+    predicate = ir.IntegerAttr(op.attributes["predicate"]).value
+    if (predicate, holds) not in ((0, False), (1, True)):
+        return []
+    x, y = op.operands
+    if constant_int(y) is not None:
+        return [(x, constant_int(y))]
+    if constant_int(x) is not None:
+        return [(y, constant_int(x))]
+    return []
+
+
+def _without(a: Range, c: int) -> Range | None:
+    """`a` less the value c where c is one of its ends (None: nothing is left)."""
+    lo, hi = a
+    if lo == hi == c:
+        return None
+    if lo == c:
+        return c + 1, hi
+    if hi == c:
+        return lo, c - 1
+    return a
 
 
 def _divisor(b: Range) -> int | None:

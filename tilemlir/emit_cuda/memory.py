@@ -97,7 +97,7 @@ class Memory:
         inner = "".join(f"[{d}]" for d in buffer.shape[1:])
         pointer = f"{element} (*{buffer.name}){inner}" if inner else f"{element}* {buffer.name}"
         cast_type = f"{element} (*){inner}" if inner else f"{element}*"
-        return [f"{pointer} = reinterpret_cast<{cast_type}>(smem + {offset});"]
+        return [f"{pointer} = reinterpret_cast<{cast_type}>(smem + {offset});{_swizzle_comment(op)}"]
 
     # -- accesses -------------------------------------------------------------------------------
     def element(self, memref: ir.Value, indices: list[CExpr], where: ir.Operation) -> CExpr:
@@ -179,6 +179,15 @@ def _written_memrefs(func: ir.Operation) -> set:
         elif op.name == "tile.atomic_add":
             written.add(op.operands[0])
     return written
+
+
+def _swizzle_comment(op: ir.Operation) -> str:
+    """What a flattened swizzled shared buffer was (materialize-shared-layouts)."""
+    if "tile.logical_shape" not in op.attributes or "tile.swizzle" not in op.attributes:
+        return ""
+    shape = " x ".join(str(d) for d in ir.DenseI64ArrayAttr(op.attributes["tile.logical_shape"]))
+    width = ir.IntegerAttr(op.attributes["tile.swizzle"]).value
+    return f"  // {shape}, swizzled in {width}-byte panels (docs/tensor_cores.md)"
 
 
 def _layout_comment(op: ir.Operation) -> str:

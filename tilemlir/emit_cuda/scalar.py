@@ -280,6 +280,10 @@ class ScalarOps:
             return C.mul(a, b)
         if name in _INT_OPS:
             return C.binary(_INT_OPS[name], self._shift_base(name, a, type_), b)
+        if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui") and nonneg:
+            power = _power_of_two(b)
+            if power is not None:  # C compilers cannot see the sign: `/` on an int costs a correction
+                return C.binary(">>", a, C.int_lit(power)) if "div" in name else C.binary("&", a, C.int_lit(b.value - 1))
         if name == "arith.divsi" or (name == "arith.divui" and nonneg):
             return C.div(a, b)
         if name == "arith.remsi" or (name == "arith.remui" and nonneg):
@@ -420,3 +424,11 @@ def _ceildiv_nonneg(a: CExpr, b: CExpr) -> CExpr:
 
 def element_type(type_: ir.Type) -> ir.Type:
     return type_.element_type if isinstance(type_, ir.VectorType) else type_
+
+
+def _power_of_two(divisor: CExpr) -> int | None:
+    """log2 of a constant divisor 2, 4, 8, ...; None otherwise."""
+    value = divisor.value
+    if isinstance(value, int) and value > 1 and value & (value - 1) == 0:
+        return value.bit_length() - 1
+    return None

@@ -78,6 +78,7 @@ def _format(value: Any) -> str:
 # Every pass name and the module whose `@register_pass` defines it.
 PASS_MODULES: dict[str, str] = {
     "async-copies": "tilemlir.passes.async_copies",
+    "carry-ring-slots": "tilemlir.passes.carry_ring_slots",
     "eliminate-guards": "tilemlir.passes.eliminate_guards",
     "expand-isinf": "tilemlir.backends.cpu.expand_isinf",
     "expand-narrow-floats": "tilemlir.backends.cpu.expand_narrow_floats",

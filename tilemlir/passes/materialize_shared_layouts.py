@@ -4,11 +4,13 @@ Takes thread-level IR after vectorize and async-copies, where every access of a 
 uses logical indices (docs/tensor_cores.md) and a `tile.swizzle = W > 0` alloca says how the
 buffer is stored. Gives the same IR where each access of such a buffer — every op of
 `dialects/shared_access.SHARED_INDEXED`, the one table other shared-indexed ops (ldmatrix) join —
-indexes the element `analysis.shared_layouts.physical_element` computes, written back as the
-row-major indices of that linear position (so the buffer keeps its type, and the emitter its
-declarations). The swizzle atom is 16 bytes, so an aligned vector access or cp.async of up to 16
-bytes stays one contiguous access at the permuted address. The alloca gets `tile.materialized`;
-an op using the buffer that the table does not list is an error naming it.
+indexes the element `analysis.shared_layouts.physical_element` computes. The buffer becomes
+one-dimensional (its elements in the same places): a physical position is one linear index,
+and writing it back as row-major indices would only make the CUDA compiler take it apart and
+put it together again on every access. The swizzle atom is 16 bytes, so an aligned vector access
+or cp.async of up to 16 bytes stays one contiguous access at the permuted address. The new
+alloca keeps the old one's attributes and gets `tile.materialized` and `tile.logical_shape`; an op using the buffer that
+the table does not list is an error naming it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
 
 MATERIALIZED_ATTR = "tile.materialized"
+LOGICAL_SHAPE_ATTR = "tile.logical_shape"  # the flattened buffer's shape before: what the CUDA's comment says
 
 
 class _BuilderArithmetic:
@@ -82,24 +85,42 @@ def _materialize(alloca: ir.Operation) -> None:
                                    f"materialize-shared-layouts rewrites only the indices of {listed} "
                                    "(add the op to dialects/shared_access.SHARED_INDEXED)")
         users.append((user, where))
+    flat = _flat_alloca(alloca)
     pool: dict = {}
     for user, where in users:
         b = Builder(ir.InsertionPoint(user), user.location, block, pool)
         logical = where.indices(user)
         linear = physical_element(logical, list(type_.shape), element_bytes, width, _BuilderArithmetic(b))
-        physical = _row_major(b, linear, list(type_.shape))
-        for k, value in enumerate(physical):
-            user.operands[where.first + k] = value
-    alloca.attributes[MATERIALIZED_ATTR] = ir.UnitAttr.get()
+        _reindex(user, where, flat, linear)
+    alloca.erase()
 
 
-def _row_major(b: Builder, linear, shape: list[int]) -> list[ir.Value]:
-    """The indices of row-major position `linear` (< the buffer's size) in `shape`."""
-    indices = []
-    for size in reversed(shape[1:]):
-        indices.append(b.rem(linear, size))
-        linear = b.div(linear, size)
-    return [linear, *reversed(indices)]
+def _flat_alloca(alloca: ir.Operation) -> ir.Value:
+    """A one-dimensional alloca of `alloca`'s elements, its attributes kept, just before it."""
+    type_ = ir.MemRefType(alloca.results[0].type)
+    size = 1
+    for extent in type_.shape:
+        size *= extent
+    flat_type = ir.MemRefType.get([size], type_.element_type, memory_space=type_.memory_space)
+    attributes = {name: alloca.attributes[name] for name in alloca.attributes}
+    attributes[MATERIALIZED_ATTR] = ir.UnitAttr.get()
+    attributes[LOGICAL_SHAPE_ATTR] = ir.DenseI64ArrayAttr.get(list(type_.shape))
+    flat = ir.Operation.create("memref.alloca", results=[flat_type], operands=[], attributes=attributes,
+                               loc=alloca.location, ip=ir.InsertionPoint(alloca))
+    return flat.results[0]
+
+
+def _reindex(user: ir.Operation, where, flat: ir.Value, linear) -> None:
+    """`user` again, addressing `flat` at `linear` instead of its buffer at its indices."""
+    operands = list(user.operands)
+    operands[where.buffer] = flat
+    operands[where.first:where.first + where.rank] = [linear]
+    attributes = {name: user.attributes[name] for name in user.attributes}
+    new = ir.Operation.create(user.name, results=[r.type for r in user.results], operands=operands,
+                              attributes=attributes, loc=user.location, ip=ir.InsertionPoint(user))
+    for old_result, new_result in zip(user.results, new.results):
+        old_result.replace_all_uses_with(new_result)
+    user.erase()
 
 
 def _name(alloca: ir.Operation) -> str:

@@ -5,24 +5,30 @@
 // RUN: tile-opt %s -p materialize-shared-layouts | tile-opt -o /dev/null
 
 // A 16-byte cp.async into a 64-byte-swizzled 2-slot ring and a load from it: row r's chunk bits are XORed
-// with (r * 64 >> 7) mod 4; the slot and the row come back as they were.
+// with (r * 64 >> 7) mod 4 and slot 1 starts at byte 512 (2 x 8 x 32 halves); the buffer becomes
+// one-dimensional and each access takes the one physical element index (the byte / 2).
 // CHECK-LABEL: func.func @swizzled
 // CHECK-SAME: (%{{.+}}: memref<?x32xf16>, %[[R:[a-z0-9]+]]: index
 // CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
 // CHECK-DAG: %[[C4:.+]] = arith.constant 4 : index
 // CHECK-DAG: %[[C128:.+]] = arith.constant 128 : index
+// CHECK-DAG: %[[C512:.+]] = arith.constant 512 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
-// CHECK: %[[S:.+]] = memref.alloca() {name = "A_s", tile.materialized, tile.swizzle = 64 : i64} : memref<2x8x32xf16, "shared">
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : index
+// CHECK: %[[S:.+]] = memref.alloca() {name = "A_s", tile.materialized, tile.swizzle = 64 : i64} : memref<512xf16, "shared">
 // CHECK: %[[U:.+]] = memref.alloca() {name = "U_s"} : memref<8x32xf16, "shared">
 // CHECK: %[[ROWB:.+]] = arith.muli %[[R]], %[[C64]] : index
 // CHECK: %[[L:.+]] = arith.addi %[[ROWB]], %{{.+}} : index
+// CHECK: %[[SLOT:.+]] = arith.addi %[[C512]], %{{.+}} : index
 // CHECK: %[[HI:.+]] = arith.divui %[[L]], %[[C128]] : index
 // CHECK: %[[M:.+]] = arith.remui %[[HI]], %[[C4]] : index
 // CHECK: %[[X:.+]] = arith.muli %[[M]], %[[C16]] : index
-// CHECK: %{{.+}} = arith.xori %[[L]], %[[X]] : index
-// CHECK: "tile.cp_async"(%[[S]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[R]], %{{.+}}) {bytes = 16 : i64}
+// CHECK: %[[SW:.+]] = arith.xori %[[L]], %[[X]] : index
+// CHECK: %[[BYTE:.+]] = arith.addi %[[SLOT]], %[[SW]] : index
+// CHECK: %[[E:.+]] = arith.divui %[[BYTE]], %[[C2]] : index
+// CHECK: "tile.cp_async"(%[[S]], %{{.+}}, %[[E]], %[[R]], %{{.+}}) {bytes = 16 : i64} : (memref<512xf16, "shared">, memref<?x32xf16>, index, index, index) -> ()
 // CHECK: arith.xori
-// CHECK: memref.load %[[S]][%{{.+}}, %{{.+}}, %{{.+}}] : memref<2x8x32xf16, "shared">
+// CHECK: memref.load %[[S]][%{{.+}}] : memref<512xf16, "shared">
 // CHECK: memref.load %[[U]][%[[R]], %{{.+}}] : memref<8x32xf16, "shared">
 func.func @swizzled(%A: memref<?x32xf16>, %r: index, %c: index) {
   %c0 = arith.constant 0 : index
