@@ -218,7 +218,31 @@ def test_unsigned_ops_on_provably_non_negative_indices_read_as_plain_c():
         memref.store %v, %Y[%bx, %t] : memref<?x64xf32>
       }"""
     emitted = emit_text(kernel_module(body, [("Y", "memref<?x64xf32>")]))
-    assert "int col = (tx + 7) / 8 + tx % 8 + bx / 4;\n  if (col < 32) {" in emitted.source, body_of(emitted.source)
+    # by powers of two, shifts and masks: a C compiler cannot see that an int is non-negative, and pays a
+    # rounding correction for `/` and `%` on it
+    assert "int col = ((tx + 7) >> 3) + (tx & 7) + (bx >> 2);\n  if (col < 32) {" in emitted.source, body_of(
+        emitted.source)
+    compiles(emitted)
+
+
+def test_non_negative_division_by_other_constants_and_of_unproven_signs_keep_their_forms():
+    body = """
+      %c6 = arith.constant 6 : index
+      %q = arith.divui %tx, %c6 : index
+      %r = arith.remui %tx, %c6 : index
+      %d = arith.subi %tx, %c32 : index
+      %h = arith.divsi %d, %c8 : index
+      %s = arith.addi %q, %r : index
+      %t = arith.addi %s, %h : index
+      %lt = arith.cmpi ult, %t, %c32 : index
+      %v = arith.constant 1.0 : f32
+      scf.if %lt {
+        memref.store %v, %Y[%bx, %t] : memref<?x64xf32>
+      }"""
+    emitted = emit_text(kernel_module(body, [("Y", "memref<?x64xf32>")]))
+    # tx - 32 may be negative: C's truncating `/` is what divsi means, never an arithmetic shift (-1 >> 3 is -1)
+    assert "tx / 6 + tx % 6 + (tx - 32) / 8" in emitted.source, body_of(emitted.source)
+    compiles(emitted)
 
 
 MATH = [

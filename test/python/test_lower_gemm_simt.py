@@ -55,24 +55,27 @@ def test_example_k_loop_reads_both_shared_tiles(example_source):
 
 def test_example_k_loop_is_a_three_stage_ring_with_one_barrier(example_source):
     """T.Pipelined(num_stages=3): tiles 0 and 1 are copied (cp.async) before the loop, each iteration waits for
-    its tile, synchronizes once, copies tile i + 2 into slot (i + 2) % 3 and computes on slot i % 3."""
+    its tile, synchronizes once, copies tile i + 2 into slot (i + 2) % 3 and computes on slot i % 3, both slots
+    counters the loop carries (carry-ring-slots) and steps at its end."""
     start = example_source.index("for (int i = 0; i < 16; ++i)")
     prologue, body = example_source[:start], k_loop_body(example_source)
     assert prologue.count("tl_cp_async_commit();") == 2
     assert "tl_cp_async_cg16(&A_s[0][" in prologue and "tl_cp_async_cg16(&B_s[1][" in prologue
     assert body.count("__syncthreads();") == 1
     wait, barrier = body.index("tl_cp_async_wait<1>();"), body.index("__syncthreads();")
-    write_slot = re.search(r"int (\w+) = (\w+) % 3;", body)
-    assert re.search(rf"int {write_slot.group(2)} = i \+ 2;", body), body
-    first_write = body.index(f"tl_cp_async_cg16(&A_s[{write_slot.group(1)}]")
+    assert "int slot = 0;\n  int slot_ahead2 = 2;\n  for (int i = 0; i < 16; ++i)" in example_source
+    assert "% 3" not in body
+    first_write = body.index("tl_cp_async_cg16(&A_s[slot_ahead2]")
     # rows past M are zero-filled by the copy itself (src_bytes), not by per-element stores
     assert re.search(r"tl_cp_async_cg16\(&A_s\[\w+\]\[\w+\]\[\w+\], &A\[[^;]*\], \(unsigned\)\(\w+ < M \? 16 : 0\)\);",
                      body), body
     assert "0.0f" not in body
     commit = body.index("tl_cp_async_commit();")
-    read_slot = re.search(r"int (\w+) = i % 3;", body).group(1)
-    first_read = body.index(f"A_s[{read_slot}]")
-    assert wait < barrier < first_write < commit < first_read, body
+    first_read = body.index("A_s[slot]")
+    step_read = re.search(r"int (\w+) = slot \+ 1;\n.*slot = \1 == 3 \? 0 : \1;", body, re.DOTALL)
+    step_write = re.search(r"int (\w+) = slot_ahead2 \+ 1;\n.*slot_ahead2 = \1 == 3 \? 0 : \1;", body, re.DOTALL)
+    assert step_read and step_write, body
+    assert wait < barrier < first_write < commit < first_read < step_read.start(), body
 
 
 # -- CPU thread level ---------------------------------------------------------------------------------------------

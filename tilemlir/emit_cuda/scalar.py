@@ -280,16 +280,16 @@ class ScalarOps:
             return C.mul(a, b)
         if name in _INT_OPS:
             return C.binary(_INT_OPS[name], self._shift_base(name, a, type_), b)
-        if name in ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui") and nonneg:
-            power = _power_of_two(b)
-            if power is not None:  # C compilers cannot see the sign: `/` on an int costs a correction
-                return C.binary(">>", a, C.int_lit(power)) if "div" in name else C.binary("&", a, C.int_lit(b.value - 1))
-        if name == "arith.divsi" or (name == "arith.divui" and nonneg):
+        if name in ("arith.divsi", "arith.divui", "arith.floordivsi") and nonneg:
+            return _div_nonneg(a, b)
+        if name in ("arith.remsi", "arith.remui") and nonneg:
+            return _rem_nonneg(a, b)
+        if name == "arith.divsi":
             return C.div(a, b)
-        if name == "arith.remsi" or (name == "arith.remui" and nonneg):
+        if name == "arith.remsi":
             return C.rem(a, b)
-        if name in ("arith.floordivsi", "arith.ceildivsi", "arith.ceildivui") and nonneg:
-            return C.div(a, b) if name == "arith.floordivsi" else _ceildiv_nonneg(a, b)
+        if name in ("arith.ceildivsi", "arith.ceildivui") and nonneg:
+            return _ceildiv_nonneg(a, b)
         if name in ("arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui"):
             return self._minmax(name, a, b, type_, nonneg)
         unsigned = self.types.unsigned(type_)
@@ -384,9 +384,9 @@ class ScalarOps:
             constant=lambda value: (C.int_lit(value), value >= 0),
             add=lambda a, b: (C.add(a[0], b[0]), a[1] and b[1]),
             mul=_affine_mul,
-            floordiv=self._affine_division("tl_floordiv", C.div),
+            floordiv=self._affine_division("tl_floordiv", _div_nonneg),
             ceildiv=self._affine_division("tl_ceildiv", _ceildiv_nonneg),
-            mod=self._affine_division("tl_floormod", C.rem),
+            mod=self._affine_division("tl_floormod", _rem_nonneg),
         )
 
     def _affine_division(self, helper: str, nonneg_form: Callable[[CExpr, CExpr], CExpr]):
@@ -419,7 +419,24 @@ def _ceildiv_nonneg(a: CExpr, b: CExpr) -> CExpr:
     if a.value is not None and b.value:
         return C.int_lit(-(-a.value // b.value))
     bias = C.int_lit(b.value - 1) if b.value is not None else C.sub(b, C.int_lit(1))
-    return C.div(C.add(a, bias), b)
+    return _div_nonneg(C.add(a, bias), b)
+
+
+def _div_nonneg(a: CExpr, b: CExpr) -> CExpr:
+    """a / b for a >= 0, b > 0: a shift where b is a power of two (C compilers cannot see a's sign, and
+    `/` on a signed int costs them a rounding correction)."""
+    power = _power_of_two(b)
+    if power is None or a.value is not None:
+        return C.div(a, b)
+    return C.binary(">>", a, C.int_lit(power))
+
+
+def _rem_nonneg(a: CExpr, b: CExpr) -> CExpr:
+    """a % b for a >= 0, b > 0: a mask where b is a power of two."""
+    power = _power_of_two(b)
+    if power is None or a.value is not None:
+        return C.rem(a, b)
+    return C.binary("&", a, C.int_lit(b.value - 1))
 
 
 def element_type(type_: ir.Type) -> ir.Type:

@@ -19,6 +19,8 @@ from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
 
+RESULT_NAMES_ATTR = "tile.result_names"  # the emitter names loop-carried values from it
+
 
 @register_pass("carry-ring-slots", "(iv + c) mod S in a unit-step scf.for -> a loop-carried slot counter")
 def run(module: ir.Operation, options) -> None:
@@ -72,9 +74,10 @@ def _carry(loop: ir.Operation, slots: dict[tuple[int, int], list[ir.Operation]])
     starts = [before.rem(before.add(lower, offset), modulus) for offset, modulus in keys]
     old_body = loop.regions[0].blocks[0]
     result_types = [r.type for r in loop.results] + [ir.IndexType.get()] * len(keys)
+    attributes = {name: loop.attributes[name] for name in loop.attributes}
+    attributes[RESULT_NAMES_ATTR] = _result_names(loop, keys)
     new = ir.Operation.create("scf.for", results=result_types, operands=[lower, upper, step, *inits, *starts],
-                              attributes={name: loop.attributes[name] for name in loop.attributes},
-                              regions=1, loc=loop.location, ip=ir.InsertionPoint(loop))
+                              attributes=attributes, regions=1, loc=loop.location, ip=ir.InsertionPoint(loop))
     body = new.regions[0].blocks.append(*[arg.type for arg in old_body.arguments],
                                         *[ir.IndexType.get()] * len(keys))
     old_yield = operation(list(old_body.operations)[-1])
@@ -97,6 +100,15 @@ def _carry(loop: ir.Operation, slots: dict[tuple[int, int], list[ir.Operation]])
     for old_result, new_result in zip(loop.results, new.results):
         old_result.replace_all_uses_with(new_result)
     loop.erase()
+
+
+def _result_names(loop: ir.Operation, keys: list[tuple[int, int]]) -> ir.ArrayAttr:
+    """The loop's result names (the emitter's C names), the counters' added: `slot` for iv mod S, `slot_ahead<c>`
+    for (iv + c) mod S."""
+    old = list(loop.attributes[RESULT_NAMES_ATTR]) if RESULT_NAMES_ATTR in loop.attributes else []
+    old += [ir.StringAttr.get("")] * (len(loop.results) - len(old))
+    added = [ir.StringAttr.get("slot" if offset == 0 else f"slot_ahead{offset}") for offset, _ in keys]
+    return ir.ArrayAttr.get(old + added)
 
 
 def _move_body(source: ir.Block, target: ir.Block) -> None:
