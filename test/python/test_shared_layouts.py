@@ -6,7 +6,8 @@ import random
 import pytest
 
 from tilemlir.analysis.shared_layouts import (
-    ideal_wavefronts, physical_element, swizzle_problem, swizzle_width, swizzled_byte, wavefronts)
+    SWIZZLE_ROW_PERIOD, ideal_wavefronts, physical_element, shifted_element, swizzle_problem, swizzle_width,
+    swizzled_byte, wavefronts)
 
 BF16 = 2
 TILES = [(128, 32), (32, 128)]  # an A tile (BM x BK) and a B tile (BK x BN) of a 128x128x32 gemm
@@ -39,6 +40,28 @@ def test_physical_index_is_a_permutation_keeping_16_byte_atoms(shape):
     for start in range(0, len(places), 8):  # eight bf16 = one 16-byte atom, never split
         assert places[start:start + 8] == list(range(places[start], places[start] + 8))
         assert places[start] % 8 == 0
+
+
+@pytest.mark.parametrize("shape, element_bytes", [((3, 128, 32), 2), ((2, 32, 128), 2), ((64, 64), 2), ((16, 96), 2),
+                                                   ((32, 32), 4), ((64, 128), 1)])
+def test_whole_row_periods_and_panels_commute_with_the_permutation(shape, element_bytes):
+    """Moving a logical index by 8k rows and p whole panels moves its physical element by shifted_element, from
+    any row and column (past the tile too: materialize-shared-layouts splits sums of non-negative terms)."""
+    width = swizzle_width(shape[-1] * element_bytes)
+    per_panel = width // element_bytes if width else 1
+    rng = random.Random(11)
+    for _ in range(400):
+        lead = [rng.randrange(size) for size in shape[:-2]]
+        row, col = rng.randrange(2 * shape[-2]), rng.randrange(2 * shape[-1])
+        rows_ahead = SWIZZLE_ROW_PERIOD * rng.randrange(0, 9)
+        columns_ahead = per_panel * rng.randrange(0, 4)
+        moved = physical_element([*lead, row + rows_ahead, col + columns_ahead], shape, element_bytes, width)
+        base = physical_element([*lead, row, col], shape, element_bytes, width)
+        assert moved == base + shifted_element(rows_ahead, columns_ahead, shape, element_bytes, width)
+    if width:  # and a step that is not a whole period does not commute: the rule is not vacuous
+        assert any(physical_element([*([0] * len(shape[:-2])), r + 1, 0], shape, element_bytes, width)
+                   != physical_element([*([0] * len(shape[:-2])), r, 0], shape, element_bytes, width) + per_panel
+                   for r in range(8))
 
 
 def test_ring_slots_are_whole_tiles():

@@ -101,6 +101,31 @@ def physical_element(indices: Sequence[Any], shape: Sequence[int], element_bytes
     return ar.div(byte, element_bytes)
 
 
+# Adding 8 rows to a row adds 8W to the in-panel offset L: a multiple of 128 (so bits 0-6, the XOR's
+# target bits among them, are untouched by the carry) whose bits 7 .. 7 + log2(W/16) - 1 are zero (so the
+# XOR's selector is unchanged). The permutation therefore commutes with it, and with whole panels.
+SWIZZLE_ROW_PERIOD = 8
+
+
+def shifted_element(rows_ahead: Any, panel_columns_ahead: Any, shape: Sequence[int], element_bytes: int, width: int,
+                    ar: IndexArithmetic = INT_ARITHMETIC) -> Any:
+    """How far the physical element moves when a logical index moves `rows_ahead` rows (a multiple of
+    SWIZZLE_ROW_PERIOD) and `panel_columns_ahead` columns (a multiple of a panel's W / element_bytes columns):
+
+        physical_element([..., r + rows_ahead, c + panel_columns_ahead])
+            == physical_element([..., r, c]) + shifted_element(rows_ahead, panel_columns_ahead)
+
+    for every r, c >= 0. materialize-shared-layouts keeps such terms (a warp's row block, an unrolled loop's
+    step) outside the permutation, so the CUDA compiler sees one permuted lane offset plus constants."""
+    if width == 0:
+        return ar.add(ar.mul(rows_ahead, shape[-1]), panel_columns_ahead)
+    per_panel = width // element_bytes
+    rows = shape[-2]
+    # 8k rows are 8kW bytes of the same panel: rows_ahead * per_panel elements; columns a whole number of
+    # panels ahead are (columns / per_panel) * rows * W bytes: columns * rows elements
+    return ar.add(ar.mul(rows_ahead, per_panel), ar.mul(panel_columns_ahead, rows))
+
+
 # -- bank conflicts -------------------------------------------------------------------------------
 
 

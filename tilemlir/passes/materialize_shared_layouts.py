@@ -15,11 +15,11 @@ the table does not list is an error naming it.
 
 from __future__ import annotations
 
-from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, physical_element
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, SWIZZLE_ROW_PERIOD, physical_element, shifted_element
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.shared_access import SHARED_INDEXED, shared_indices
 from tilemlir.dialects.tile import SHARED, memory_space
-from tilemlir.ir_util import constant_int, operation, ops_named
+from tilemlir.ir_util import constant_int, defining_op, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
@@ -89,10 +89,52 @@ def _materialize(alloca: ir.Operation) -> None:
     pool: dict = {}
     for user, where in users:
         b = Builder(ir.InsertionPoint(user), user.location, block, pool)
-        logical = where.indices(user)
-        linear = physical_element(logical, list(type_.shape), element_bytes, width, _BuilderArithmetic(b))
+        linear = _physical(b, where.indices(user), list(type_.shape), element_bytes, width)
         _reindex(user, where, flat, linear)
     alloca.erase()
+
+
+def _physical(b: Builder, logical: list[ir.Value], shape: list[int], element_bytes: int, width: int) -> ir.Value:
+    """The physical element of `logical`, the terms of its row and column that are whole swizzle periods
+    (8 rows, whole panels) added after the permutation (`shifted_element`), not permuted with the rest."""
+    ar = _BuilderArithmetic(b)
+    *lead, row, col = logical
+    row_rest, rows_ahead = _split(b, row, SWIZZLE_ROW_PERIOD)
+    col_rest, columns_ahead = _split(b, col, width // element_bytes)
+    permuted = physical_element([*lead, row_rest, col_rest], shape, element_bytes, width, ar)
+    return b.add(permuted, shifted_element(rows_ahead, columns_ahead, shape, element_bytes, width, ar))
+
+
+def _split(b: Builder, index: ir.Value, unit: int) -> tuple[ir.Value, ir.Value]:
+    """`index` as (rest, multiple of `unit`): its additive terms that are multiples of `unit` summed apart."""
+    rest, multiples = b.index(0), b.index(0)
+    for term in _terms(index):
+        if _multiple_of(term, unit):
+            multiples = b.add(multiples, term)
+        else:
+            rest = b.add(rest, term)
+    return rest, multiples
+
+
+def _terms(value: ir.Value) -> list[ir.Value]:
+    op = defining_op(value)
+    if op is not None and op.name == "arith.addi":
+        return _terms(op.operands[0]) + _terms(op.operands[1])
+    return [value]
+
+
+def _multiple_of(value: ir.Value, unit: int) -> bool:
+    known = constant_int(value)
+    if known is not None:
+        return known % unit == 0
+    op = defining_op(value)
+    if op is None:
+        return False
+    if op.name == "arith.muli":
+        return any(_multiple_of(operand, unit) for operand in op.operands)
+    if op.name == "arith.addi":
+        return all(_multiple_of(operand, unit) for operand in op.operands)
+    return False
 
 
 def _flat_alloca(alloca: ir.Operation) -> ir.Value:

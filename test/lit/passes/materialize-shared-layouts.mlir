@@ -15,7 +15,7 @@
 // CHECK-DAG: %[[C512:.+]] = arith.constant 512 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[C2:.+]] = arith.constant 2 : index
-// CHECK: %[[S:.+]] = memref.alloca() {name = "A_s", tile.materialized, tile.swizzle = 64 : i64} : memref<512xf16, "shared">
+// CHECK: %[[S:.+]] = memref.alloca() {name = "A_s", tile.logical_shape = array<i64: 2, 8, 32>, tile.materialized, tile.swizzle = 64 : i64} : memref<512xf16, "shared">
 // CHECK: %[[U:.+]] = memref.alloca() {name = "U_s"} : memref<8x32xf16, "shared">
 // CHECK: %[[ROWB:.+]] = arith.muli %[[R]], %[[C64]] : index
 // CHECK: %[[L:.+]] = arith.addi %[[ROWB]], %{{.+}} : index
@@ -42,6 +42,27 @@ func.func @swizzled(%A: memref<?x32xf16>, %r: index, %c: index) {
     "tile.cp_async"(%s, %A, %c1, %r, %col, %r, %col) {bytes = 16 : i64} : (memref<2x8x32xf16, "shared">, memref<?x32xf16>, index, index, index, index, index) -> ()
     %v = memref.load %s[%c1, %r, %c] : memref<2x8x32xf16, "shared">
     %w = memref.load %u[%r, %c] : memref<8x32xf16, "shared">
+    gpu.terminator
+  }
+  return
+}
+
+// Terms of whole swizzle periods (8 rows) and whole panels (64 halves of a 128-byte panel) are added after the
+// permutation: [r + 8, c + 64] of a 16 x 128 tile is the permuted [r, c] plus 8 * 64 + 64 * 16 = 1536 elements.
+// CHECK-LABEL: func.func @periods
+// CHECK: %[[P:.+]] = arith.divui %{{.+}}, %c2{{[_0-9]*}} : index
+// CHECK: %[[L:.+]] = arith.addi %[[P]], %c1536{{[_0-9]*}} : index
+// CHECK: memref.load %{{.+}}[%[[L]]] : memref<2048xf16, "shared">
+func.func @periods(%r: index, %c: index) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %s = memref.alloca() {name = "B_s", tile.swizzle = 128 : i64} : memref<16x128xf16, "shared">
+    %row = arith.addi %r, %c8 : index
+    %col = arith.addi %c64, %c : index
+    %v = memref.load %s[%row, %col] : memref<16x128xf16, "shared">
     gpu.terminator
   }
   return
