@@ -507,7 +507,7 @@ def test_atomics_ids_and_affine_index_math():
     emitted = emit_text(kernel_module(body, params, dims=[[64], [64], [64]], symbols=(), grid="%c8"))
     text = emitted.source
     # MLIR simplifies the maps: (d0 + d1 * 64) floordiv 8 -> d0 floordiv 8 + d1 * 8, s0 - 1 -> 63
-    assert "atomicAdd(&S[min(tx / 8 + bx * 8 + tx % 32 % 4, 63)], 1.0f);" in text, body_of(text)
+    assert "atomicAdd(&S[min((tx >> 3) + bx * 8 + ((tx % 32) & 3), 63)], 1.0f);" in text, body_of(text)
     assert "atomicAdd(reinterpret_cast<unsigned long long*>(&C[tl_floordiv(tx - 70, 8)]), " \
            "(unsigned long long)1);" in text
     assert "atomicAdd(&B[0], __float2bfloat16_rn(1.0f));" in text
@@ -697,7 +697,7 @@ def test_grid_values_used_inside_the_kernel_are_computed_once_at_the_top():
         memref.store %zero, %Y[%i, %tx] : memref<?x64xf32>
       }"""
     emitted = emit_text(kernel_module(body, [("Y", "memref<?x64xf32>")], host=host, grid="%tiles"))
-    assert "const int row = (M + 7) / 8;" in emitted.source or "const int idx = (M + 7) / 8;" in emitted.source
+    assert "const int row = (M + 7) >> 3;" in emitted.source or "const int idx = (M + 7) >> 3;" in emitted.source
     assert emitted.signature.grid[0] == "(M + 7) // 8"
 
 
