@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from tilemlir.analysis.padding import padding_attr, padding_value
+from tilemlir.analysis.padding import FINITE_FLOAT_MAX, padding_attr, padding_value
 from tilemlir.context import make_context
 from tilemlir.mlir import ir
 
@@ -152,6 +152,22 @@ def test_types_without_infinity_use_their_lowest_finite_value():
     "tile.reduce"(%xi, %mi) {{kind = "min", dim = 1 : i64, clear = true}} : ({frag_i}, {row_i}) -> ()"""
     value, attr = probe_value(kernel(body, args=f"%X: {i32}"))
     assert value == 2**31 - 1 and attr == "2147483647 : i32"
+
+
+@pytest.mark.parametrize("mlir_name, ml_name", [
+    ("f8E4M3FN", "float8_e4m3fn"), ("f8E4M3FNUZ", "float8_e4m3fnuz"), ("f8E5M2FNUZ", "float8_e5m2fnuz"),
+    ("f8E5M2", "float8_e5m2"), ("bf16", "bfloat16"), ("f16", "float16"), ("f32", "float32")])
+def test_the_finite_float_table_is_ml_dtypes_finfo(mlir_name, ml_name):
+    """The compiler's table of float types without infinities (it does not import ml_dtypes) against ml_dtypes."""
+    import ml_dtypes
+    import numpy as np
+
+    dtype = np.dtype(getattr(ml_dtypes, ml_name, None) or ml_name)
+    with np.errstate(over="ignore"):
+        has_inf = bool(np.isinf(np.array(np.inf).astype(dtype)))
+    assert (mlir_name not in FINITE_FLOAT_MAX) == has_inf
+    if not has_inf:
+        assert FINITE_FLOAT_MAX[mlir_name] == float(ml_dtypes.finfo(dtype).max)
 
 
 def test_rejects_reads_that_are_not_global():

@@ -25,18 +25,33 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from tilemlir.analysis.signedness import int_range
 
 Step = tuple[str, bool]  # (element type as MLIR prints it, "i8" / "f32", read as unsigned)
 
-_FLOATS = {
-    "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-    "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
-    "bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32, "f64": np.float64,
-}
+_NUMPY_FLOATS = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_ML_DTYPES_FLOATS = {"f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "f8E4M3FNUZ": "float8_e4m3fnuz",
+                     "f8E5M2FNUZ": "float8_e5m2fnuz", "bf16": "bfloat16"}
+
+
+def _float_dtype(type_name: str):
+    """The numpy dtype of an MLIR float type (KeyError for one it does not know)."""
+    if type_name in _NUMPY_FLOATS:
+        return _NUMPY_FLOATS[type_name]
+    name = _ML_DTYPES_FLOATS[type_name]
+    import ml_dtypes  # here, not at the top: importing it costs every compile about half a second
+
+    return getattr(ml_dtypes, name)
+
+
+def _finfo(type_name: str):
+    if type_name in _NUMPY_FLOATS:
+        return np.finfo(_NUMPY_FLOATS[type_name])
+    import ml_dtypes
+
+    return ml_dtypes.finfo(_float_dtype(type_name))
 
 
 def converted_identity(kind: str, read: Step, path: tuple[Step, ...]) -> int | float:
@@ -66,16 +81,15 @@ def step_identity(kind: str, step: Step) -> int | float:
 
 
 def _float_range(type_name: str) -> tuple[float, float]:
-    dtype = _FLOATS[type_name]
     if _rounds(math.inf, type_name) == math.inf:
         return -math.inf, math.inf
-    info = ml_dtypes.finfo(dtype)
+    info = _finfo(type_name)
     return float(info.min), float(info.max)
 
 
 def _rounds(value: float, type_name: str) -> float:
     with np.errstate(over="ignore", invalid="ignore"):
-        return float(np.array(value, np.float64).astype(_FLOATS[type_name]))
+        return float(np.array(value, np.float64).astype(_float_dtype(type_name)))
 
 
 def _candidates(read: Step, path: tuple[Step, ...], want: int | float) -> list[int | float]:
@@ -100,13 +114,14 @@ def _candidates(read: Step, path: tuple[Step, ...], want: int | float) -> list[i
 
 def _clamped_float(want: int | float, type_name: str) -> float:
     """`want` within the finite range of `type_name`, rounded toward zero to one of its values."""
-    info = ml_dtypes.finfo(_FLOATS[type_name])
+    info = _finfo(type_name)
     value = min(max(float(want), float(info.min)), float(info.max))
     rounded = _rounds(value, type_name)
     if abs(rounded) <= abs(value):
         return rounded
-    bits = np.array(rounded, _FLOATS[type_name]).view(f"u{np.dtype(_FLOATS[type_name]).itemsize}")
-    return float((bits - 1).view(_FLOATS[type_name]))  # one step toward zero: floats are sign-magnitude
+    dtype = _float_dtype(type_name)
+    bits = np.array(rounded, dtype).view(f"u{np.dtype(dtype).itemsize}")
+    return float((bits - 1).view(dtype))  # one step toward zero: floats are sign-magnitude
 
 
 def _integer_preimage(want: int, read: Step, path: tuple[Step, ...]) -> int:
