@@ -52,8 +52,8 @@
 // CHECK-NEXT: float t2 = t1 + __shfl_xor_sync(0xffffffff, t1, 4);
 // CHECK-NEXT: float t3 = t2 + __shfl_xor_sync(0xffffffff, t2, 2);
 // CHECK-NEXT: float t4 = t3 + __shfl_xor_sync(0xffffffff, t3, 1);
-// CHECK-NEXT: int idx = tx / 32;
-// CHECK-NEXT: if (tx % 32 == 0) {
+// CHECK-NEXT: int idx = tx >> 5;
+// CHECK-NEXT: if ((tx & 31) == 0) {
 // CHECK-NEXT: red[idx] = t4;
 // CHECK-NEXT: }
 // CHECK-NEXT: __syncthreads();

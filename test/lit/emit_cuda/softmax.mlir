@@ -40,8 +40,8 @@
 // CHECK-NEXT: float t2 = tl_maximum(t1, __shfl_xor_sync(0xffffffff, t1, 4));
 // CHECK-NEXT: float t3 = tl_maximum(t2, __shfl_xor_sync(0xffffffff, t2, 2));
 // CHECK-NEXT: float t4 = tl_maximum(t3, __shfl_xor_sync(0xffffffff, t3, 1));
-// CHECK-NEXT: int idx = tx / 32;
-// CHECK-NEXT: bool pred = tx % 32 == 0;
+// CHECK-NEXT: int idx = tx >> 5;
+// CHECK-NEXT: bool pred = (tx & 31) == 0;
 // CHECK-NEXT: if (pred) {
 // CHECK-NEXT: red[idx] = t4;
 // CHECK-NEXT: }
