@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tilemlir.config import settings
-from tilemlir.diagnostics import CompileError, LaunchError, SourceLocation
+from tilemlir.diagnostics import CompileError, DeviceAssertionError, LaunchError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, options_for
 from tilemlir.pass_configs import options_from_pass_configs
@@ -465,7 +465,7 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         try:
             return self.compiled(*args, **kwargs)
-        except LaunchError as exc:  # inline, not @_user_facing: a launch is on the hot path
+        except (LaunchError, DeviceAssertionError) as exc:  # inline, not @_user_facing: a launch is on the hot path
             if settings().traceback:
                 raise
             raise exc.with_traceback(None)  # noqa: B904 - the same exception, its internal frames dropped

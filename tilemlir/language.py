@@ -520,6 +520,23 @@ def annotate_layout(layouts: dict):
 
 
 @_intrinsic
+def print(obj, msg: str = "", warp_group_id: int = 0, warp_id: int = 0):  # noqa: A001 - TileLang's name
+    """Print a scalar or every element of an on-chip buffer, from one thread of each block: thread
+    `warp_group_id * 128 + warp_id * 32`. Each line holds `msg` (default: the argument's source
+    text), the block's coordinates, the thread and the value (for a buffer: `name[i, j] = value`).
+    printf on the GPU; on the CPU target, Python's stdout. Not inside T.Parallel."""
+    _kernel_only("T.print")
+
+
+@_intrinsic
+def device_assert(condition, msg: str = ""):
+    """Stop the kernel when `condition` (a bool) is false in a thread that reaches it: a trap with
+    `msg` (default: the condition's source text), the Python file:line, block and thread on the GPU;
+    a located `tilemlir.DeviceAssertionError` after the run on the CPU target."""
+    _kernel_only("T.device_assert")
+
+
+@_intrinsic
 def assume(condition):
     """A fact over symbolic dims and scalar parameters the compiler may rely on; checked at launch."""
     _kernel_only("T.assume")
@@ -753,7 +770,7 @@ _TILELANG_UNSUPPORTED = {
     "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
     "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
-    "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
+    "alloc_barrier": "mbarriers",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
     "float8_e4m3fnuz": "the fnuz fp8 formats", "float8_e5m2fnuz": "the fnuz fp8 formats",
@@ -788,7 +805,7 @@ __all__ = [
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
-    "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
+    "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "print", "device_assert", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
     "floor", "ceil", "fma",
     *_TILELANG_NAMES,
