@@ -44,7 +44,7 @@ class DebugOpsMixin:
         if isinstance(value, Buffer):
             self._print_buffer(value, msg, thread, args.node_of("obj"))
             return
-        scalar = self._printed_scalar(value, args.node_of("obj"))
+        scalar = _widened(self._printed_scalar(value, args.node_of("obj")))
         op = debug_ops.print_(scalar.value, self._block_coordinates(), msg, thread)
         mark_unsigned(op, scalar.dtype.kind == "uint")
 
@@ -88,7 +88,7 @@ class DebugOpsMixin:
                     end = scf.YieldOp([])
                 nest.enter_context(ir.InsertionPoint(end))
                 indices.append(loop.induction_variable)
-            value = memref.LoadOp(source, indices).result
+            value = _widened(Scalar(memref.LoadOp(source, indices).result, buffer.dtype)).value
             op = debug_ops.print_(value, block, msg, thread, buffer=(buffer.name, buffer.shape), indices=indices)
             mark_unsigned(op, buffer.dtype.kind == "uint")
 
@@ -126,3 +126,10 @@ class DebugOpsMixin:
             return
         flag = scalars.truth(self.operand(condition, "T.device_assert"), "the condition of T.device_assert")
         debug_ops.device_assert(flag.value, msg)
+
+
+def _widened(scalar: Scalar) -> Scalar:
+    """A float narrower than float32 as float32 (exactly): every backend prints float32 and float64."""
+    if scalar.dtype.is_float and scalar.dtype.bits < 32:
+        return scalars.convert(scalar, T.float32)
+    return scalar
