@@ -72,7 +72,7 @@ class DebugOpsMixin:
         raise KernelError(f"T.print prints a scalar or an on-chip buffer, got {shown}", node)
 
     def _print_buffer(self, buffer: Buffer, msg: str, thread: int, node: ast.expr) -> None:
-        if buffer.space is None:
+        if buffer.is_global:
             raise KernelError(f"T.print prints on-chip buffers; '{buffer.name}' is a global tensor: copy the tile "
                               "you want to see into a fragment or a shared buffer (T.copy) and print that", node)
         source = buffer.value
@@ -124,7 +124,8 @@ class DebugOpsMixin:
             if not condition:
                 raise KernelError(f"T.device_assert({ast.unparse(where)}) is false at compile time", where)
             return
-        flag = scalars.truth(self.operand(condition, "T.device_assert"), "the condition of T.device_assert")
+        with self.located(where):
+            flag = scalars.truth(self.operand(condition, "T.device_assert"), "the condition of T.device_assert")
         debug_ops.device_assert(flag.value, msg)
 
 
