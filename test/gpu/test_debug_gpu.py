@@ -1,4 +1,4 @@
-"""T.print and T.device_assert on a real device (examples/debugging.py's kernels, artifacts debug_scale and
+"""T.print and T.device_assert on a real device (examples/debug_print.py's and device_assert.py's kernels, artifacts debug_scale and
 checked_gather).
 
 - debug_scale on fresh random bf16 rows: the printf lines of each block are, in order, exactly what
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def test_debug_scale_prints_what_its_inputs_say_from_each_block(capfd):
-    debugging = example_module("debugging")
+    debug_print = example_module("debug_print")
     kernel = kernel_for(DEBUG_CASES_BY_NAME["debug_scale"])
     rows, alpha = 37, 1.375
     x = torch.randn((rows, 8), dtype=torch.bfloat16, device="cuda")
@@ -33,7 +33,7 @@ def test_debug_scale_prints_what_its_inputs_say_from_each_block(capfd):
     y = kernel(x, alpha)
     torch.cuda.synchronize()
     printed = capfd.readouterr().out.splitlines()
-    want = debugging.expected_lines(x.float().cpu().numpy(), alpha)
+    want = debug_print.expected_lines(x.float().cpu().numpy(), alpha)
     by_block = {}
     for line in printed:
         block = line.split("block (", 1)[1].split(",", 1)[0]
@@ -75,8 +75,8 @@ def test_a_bad_index_traps_naming_the_assertion_and_its_python_line():
     assert "good indices: ok" in child.stdout, child.stdout + child.stderr
     assert child.returncode == 3, child.stdout + child.stderr
     assert "device-side assert" in child.stdout or "assert" in child.stdout.lower(), child.stdout
-    source = (EXAMPLES / "debugging.py").read_text().splitlines()
+    source = (EXAMPLES / "device_assert.py").read_text().splitlines()
     line = next(n for n, text in enumerate(source, start=1) if "index past the end of the table" in text)
-    assert f"debugging.py:{line}" in child.stderr + child.stdout, child.stderr
+    assert f"device_assert.py:{line}" in child.stderr + child.stdout, child.stderr
     assert "Assertion `index past the end of the table` failed" in child.stderr + child.stdout, child.stderr
     assert "block: [33,0,0]" in child.stderr + child.stdout, child.stderr  # 4321 // 128 = 33

@@ -1,6 +1,6 @@
 """T.print and T.device_assert on the CPU target, both levels (backends/cpu/debug_calls.py).
 
-examples/debugging.py's kernels on fresh random inputs: every line printed (scalars of four kinds, a
+examples/debug_print.py's and device_assert.py's kernels on fresh random inputs: every line printed (scalars of four kinds, a
 fragment, a uint16 shared buffer from thread 32, a bf16 local buffer) equals what `expected_lines`
 derives from the inputs, and the kernel's output is still exact; a failed assertion raises a located
 DeviceAssertionError naming the kernel, block and thread, and a run without a bad index raises none.
@@ -22,7 +22,8 @@ from tilemlir.diagnostics import DeviceAssertionError
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import debugging  # noqa: E402
+import debug_print  # noqa: E402
+import device_assert  # noqa: E402
 
 LEVELS = ["tile", "thread"]
 
@@ -31,18 +32,18 @@ LEVELS = ["tile", "thread"]
 def test_every_print_of_a_run_is_the_line_the_inputs_say(level, rng, capsys):
     x = rng.standard_normal((5, 8)).astype(ml_dtypes.bfloat16)
     alpha = float(rng.uniform(0.5, 2.0))
-    kernel = tilemlir.compile(debugging.debug_scale.instantiate(), "cpu", level=level)
+    kernel = tilemlir.compile(debug_print.debug_scale.instantiate(), "cpu", level=level)
     capsys.readouterr()
     y = kernel(x, alpha)
     printed = capsys.readouterr().out.splitlines()
-    want = debugging.expected_lines(x.astype(np.float32), alpha)
+    want = debug_print.expected_lines(x.astype(np.float32), alpha)
     assert printed == [line for row in want for line in row]  # the CPU runs the blocks in order
     assert np.array_equal(y, x.astype(np.float32) * np.float32(alpha))
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_a_failed_assertion_is_a_located_error_after_the_run(level, rng):
-    kernel = tilemlir.compile(debugging.checked_gather.instantiate(), "cpu", level=level)
+    kernel = tilemlir.compile(device_assert.checked_gather.instantiate(), "cpu", level=level)
     table = rng.standard_normal(100).astype(np.float32)
     index = rng.integers(0, 100, 300).astype(np.int32)
     assert np.array_equal(kernel(table, index), table[index])
@@ -50,8 +51,8 @@ def test_a_failed_assertion_is_a_located_error_after_the_run(level, rng):
     with pytest.raises(DeviceAssertionError) as info:
         kernel(table, index)
     error = info.value
-    assert error.location.file == debugging.__file__
-    source = Path(debugging.__file__).read_text().splitlines()
+    assert error.location.file == device_assert.__file__
+    source = Path(device_assert.__file__).read_text().splitlines()
     assert source[error.location.line - 1].strip().startswith("T.device_assert(k >= 0")
     who = "block (1, 0, 0)" + ("" if level == "tile" else ", thread 18")  # 200 - 128 = 72: thread 72 // 4
     assert error.diagnostics[0].message == (f"device assertion failed in kernel 'gather', {who}: negative index "

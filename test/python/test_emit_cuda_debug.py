@@ -19,7 +19,8 @@ from tilemlir.emit_cuda.debug import c_string
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import debugging  # noqa: E402
+import debug_print  # noqa: E402
+import device_assert  # noqa: E402
 
 
 def cuda(fn):
@@ -42,7 +43,7 @@ def _line(source: str, needle: str) -> str:
 
 
 def test_debug_scale_prints_each_kind_from_its_thread():
-    source = cuda(debugging.debug_scale.instantiate())
+    source = cuda(debug_print.debug_scale.instantiate())
     assert _line(source, '"row id') == ('if (tx == 0) printf("row id: block (%lld, %lld, %lld), thread 0: %lld\\n", '
                                         '(long long)bx, 0LL, 0LL, (long long)(bx * 10 + 1));')
     alpha = _line(source, '"alpha')
@@ -59,14 +60,14 @@ def test_debug_scale_prints_each_kind_from_its_thread():
 
 
 def test_an_assertion_is_an_assertfail_with_the_python_line():
-    source = cuda(debugging.checked_gather.instantiate())
-    lines = Path(debugging.__file__).read_text().splitlines()
+    source = cuda(device_assert.checked_gather.instantiate())
+    lines = Path(device_assert.__file__).read_text().splitlines()
     numbers = [n for n, text in enumerate(lines, start=1) if "T.device_assert(" in text]
     assert len(numbers) == 2
-    assert re.search(rf'if \(!\(.+ >= 0\)\) __assertfail\("negative index", "debugging.py", {numbers[0]}u, "gather", '
+    assert re.search(rf'if \(!\(.+ >= 0\)\) __assertfail\("negative index", "device_assert.py", {numbers[0]}u, "gather", '
                      r'sizeof\(char\)\);', source)
     condition = re.search(r"bool (\w+) = \w+ < N;", source).group(1)  # shared with the gather's guard
-    assert re.search(rf'if \(!{condition}\) __assertfail\("index past the end of the table", "debugging.py", '
+    assert re.search(rf'if \(!{condition}\) __assertfail\("index past the end of the table", "device_assert.py", '
                      rf'{numbers[1]}u, "gather", sizeof\(char\)\);', source)
 
 

@@ -83,3 +83,9 @@ def test_outside_the_kernel_block_is_an_error(tmp_path):
                 pass
     """)
     assert message(err) == "T.print must be inside the `with T.Kernel(...)` block"
+
+
+def test_pythons_print_of_a_run_time_value_points_to_t_print(tmp_path):
+    assert message(frontend_error(tmp_path, kernel("@@print(n)"))) == (
+        "cannot call the Python function 'print' with run-time values: only T.* operations run on the device, "
+        "other calls are evaluated at compile time; to print from the kernel as it runs write T.print(x, msg=...)")

@@ -1,4 +1,4 @@
-"""Debugging inside kernels: T.print and T.device_assert.
+"""Debugging inside kernels with T.print.
 
 `debug_scale` scales rows of a bf16 matrix and prints along the way: scalars
 (the block's row, the scalar parameter, a bool), a fragment (printed through
@@ -6,11 +6,7 @@ a shared copy, by thread 0), a shared buffer of uint16 (by thread 32:
 `warp_id=1`) and a local buffer of bf16 (widened to float32 to print). Every
 line names the block and the printing thread; `expected_lines` says what a
 run prints, row by row (the CPU target and the GPU print the same lines).
-
-`checked_gather` gathers `table[index[i]]` and asserts every index is in the
-table: on the GPU a bad index traps (the launch fails with the message, the
-Python line, the block and the thread); on the CPU target the run raises a
-located `tilemlir.DeviceAssertionError`.
+examples/device_assert.py shows T.device_assert.
 """
 
 import tilemlir
@@ -68,26 +64,9 @@ def expected_lines(x, alpha, threads=64) -> list[list[str]]:
     return rows
 
 
-@tilemlir.jit(out_idx=[-1])
-def checked_gather(block=128, threads=128):
-    N, M = T.symbolic("N"), T.symbolic("M")
-
-    @T.prim_func
-    def gather(table: T.Tensor((N,), "float32"), index: T.Tensor((M,), "int32"), out: T.Tensor((M,), "float32")):
-        with T.Kernel(T.ceildiv(M, block), threads=threads) as bx:
-            for i in T.Parallel(block):
-                k = index[bx * block + i]
-                T.device_assert(k >= 0, "negative index")
-                T.device_assert(k < N, "index past the end of the table")
-                out[bx * block + i] = table[k]
-
-    return gather
-
-
 if __name__ == "__main__":
-    import numpy as np
     import ml_dtypes
+    import numpy as np
 
-    rng = np.random.default_rng()
-    x = rng.standard_normal((3, 8)).astype(ml_dtypes.bfloat16)
+    x = np.random.default_rng().standard_normal((3, 8)).astype(ml_dtypes.bfloat16)
     print(tilemlir.compile(debug_scale.instantiate(), "cpu")(x, 0.5))
