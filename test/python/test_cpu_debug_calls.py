@@ -95,3 +95,33 @@ def test_scalars_print_by_their_type_once_per_block(level, capsys):
     assert sorted(lines) == sorted(want) and len(lines) == 30
     with pytest.raises(DeviceAssertionError, match=r"block \(0, 0, 0\).*: X\[i\] != 7"):
         kernel(np.array([1, 7, 3, 4], np.int32), False, 0, 0.0, np.float16(0))
+
+
+@tilemlir.jit(out_idx=[-1])
+def running_sum(X: T.Tensor((N, 4), "float32"), Y: T.Tensor((4,), "float32")):
+    with T.Kernel(1, threads=8) as bx:
+        acc = T.alloc_fragment((4,), "float32")
+        T.clear(acc)
+        for k in T.serial(N):
+            for i in T.Parallel(4):
+                acc[i] += X[k, i]
+            if k % 2 == 1:
+                T.print(acc, msg="after row")
+                T.print(k)
+        T.copy(acc, Y[0])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_fragment_prints_inside_a_loop_and_a_branch_as_it_is_then(level, rng, capsys):
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    kernel = tilemlir.compile(running_sum, "cpu", level=level)
+    capsys.readouterr()
+    y = kernel(x)
+    lines = capsys.readouterr().out.splitlines()
+    sums = np.cumsum(x, axis=0, dtype=np.float32)
+    head = "block (0, 0, 0), thread 0: "
+    want = []
+    for k in (1, 3):
+        want += [f"after row: {head}acc[{i}] = {'%.9g' % sums[k, i]}" for i in range(4)] + [f"k: {head}{k}"]
+    assert lines == want
+    assert np.array_equal(y, sums[-1])

@@ -104,8 +104,8 @@ class DebugOpsMixin:
 
     def _kernel_block(self) -> ir.Block:
         block = ir.InsertionPoint.current.block
-        while block.owner.name != "tile.kernel":
-            block = block.owner.block
+        while block.owner.operation.name != "tile.kernel":
+            block = block.owner.operation.block
         return block
 
     def _block_coordinates(self) -> list[ir.Value]:
