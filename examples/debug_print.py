@@ -64,9 +64,20 @@ def expected_lines(x, alpha, threads=64) -> list[list[str]]:
     return rows
 
 
-if __name__ == "__main__":
-    import ml_dtypes
-    import numpy as np
 
-    x = np.random.default_rng().standard_normal((3, 8)).astype(ml_dtypes.bfloat16)
-    print(tilemlir.compile(debug_scale.instantiate(), "cpu")(x, 0.5))
+def make_inputs(rng, rows=37, block=8):
+    from harness import numpy_dtype
+
+    return [rng.standard_normal((rows, block)).astype(numpy_dtype("bfloat16")), float(rng.uniform(0.5, 2.0))]
+
+
+def reference(x, alpha):
+    return [x.astype("float64") * alpha]
+
+
+if __name__ == "__main__":
+    import sys
+
+    from harness import run_example
+
+    sys.exit(run_example(debug_scale.instantiate(), make_inputs, reference, tolerance=1e-6))

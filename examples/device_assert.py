@@ -27,9 +27,18 @@ def checked_gather(block=128, threads=128):
     return gather
 
 
-if __name__ == "__main__":
-    import numpy as np
 
-    rng = np.random.default_rng()
-    table, index = rng.standard_normal(100).astype(np.float32), rng.integers(0, 101, 300).astype(np.int32)
-    print(tilemlir.compile(checked_gather.instantiate(), "cpu")(table, index))  # 100 is past the end
+def make_inputs(rng, n=1000, m=5000):
+    return [rng.standard_normal(n).astype("float32"), rng.integers(0, n, m).astype("int32")]
+
+
+def reference(table, index):
+    return [table.astype("float64")[index]]
+
+
+if __name__ == "__main__":
+    import sys
+
+    from harness import run_example
+
+    sys.exit(run_example(checked_gather.instantiate(), make_inputs, reference, tolerance=0.0))
