@@ -37,5 +37,6 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["CompileError", "DeviceAssertionError", "LaunchError", "TilemlirError", "jit", "compile", "lower", "language", "autotune",
+__all__ = ["CompileError", "DeviceAssertionError", "LaunchError", "TilemlirError",
+           "jit", "compile", "lower", "language", "autotune",
            "compile_many", "testing", "PassConfigKey", "transform", "cdiv", "next_power_of_2", "__version__"]

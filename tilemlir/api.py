@@ -403,7 +403,9 @@ def _is_array(value: Any) -> bool:
 def _array_to_factory_message(factory: str, arrays: list[tuple[str, Any]]) -> str:
     name, value = arrays[0]
     shape = getattr(value, "shape", None)
-    shown = f"{type(value).__module__}.{type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
+    shown = f"{type(value).__module__}.{type(value).__name__}"
+    if shape is not None:
+        shown += f" of shape {tuple(shape)}"
     return (f"'{factory}' is a kernel factory: its parameters are compile-time values (ints, floats, strings, dtypes, "
             f"tuples), but parameter '{name}' got an array ({shown}); call the factory with its compile-time "
             f"values to get the kernel, then call the kernel with the arrays: `kernel = {factory}(...)`, "

@@ -1,5 +1,5 @@
-"""T.print and T.device_assert on a real device (examples/debug_print.py's and device_assert.py's kernels, artifacts debug_scale and
-checked_gather).
+"""T.print and T.device_assert on a real device: examples/debug_print.py's and device_assert.py's kernels
+(artifacts debug_scale and checked_gather).
 
 - debug_scale on fresh random bf16 rows: the printf lines of each block are, in order, exactly what
   `expected_lines` derives from the inputs (the CPU target prints the same lines: test_cpu_debug_calls.py),

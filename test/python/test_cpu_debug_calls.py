@@ -1,7 +1,7 @@
 """T.print and T.device_assert on the CPU target, both levels (backends/cpu/debug_calls.py).
 
-examples/debug_print.py's and device_assert.py's kernels on fresh random inputs: every line printed (scalars of four kinds, a
-fragment, a uint16 shared buffer from thread 32, a bf16 local buffer) equals what `expected_lines`
+examples/debug_print.py's and device_assert.py's kernels on fresh random inputs: every line printed (scalars
+of four kinds, a fragment, a uint16 shared buffer from thread 32, a bf16 local buffer) equals what `expected_lines`
 derives from the inputs, and the kernel's output is still exact; a failed assertion raises a located
 DeviceAssertionError naming the kernel, block and thread, and a run without a bad index raises none.
 """
@@ -91,7 +91,8 @@ def test_scalars_print_by_their_type_once_per_block(level, capsys):
         for bx in range(2):
             head = f"block ({bx}, {by}, 0), thread 0: "
             want += [f"flag: {head}true", f"u: 100% unsigned: {head}18446744073709551611",
-                     f"d: {head}0.33333333333333331", f"h * 2: {head}0.199951172", f"bx + by * 10: {head}{bx + by * 10}"]
+                     f"d: {head}0.33333333333333331", f"h * 2: {head}0.199951172",
+                     f"bx + by * 10: {head}{bx + by * 10}"]
     assert sorted(lines) == sorted(want) and len(lines) == 30
     with pytest.raises(DeviceAssertionError, match=r"block \(0, 0, 0\).*: X\[i\] != 7"):
         kernel(np.array([1, 7, 3, 4], np.int32), False, 0, 0.0, np.float16(0))

@@ -56,7 +56,8 @@ def test_debug_scale_prints_each_kind_from_its_thread():
     assert left.startswith('if (tx == 32) printf("left: block (%lld, %lld, %lld), thread 32: left[%lld, %lld] = '
                            '%llu\\n", ')
     assert "(unsigned long long)(unsigned short)" in left
-    assert "__syncthreads();" in source.split('"scaled')[0].rsplit("x_printed[", 1)[1]  # its shared copy is read after a barrier
+    # the shared copy of the fragment is read after a barrier
+    assert "__syncthreads();" in source.split('"scaled')[0].rsplit("x_printed[", 1)[1]
 
 
 def test_an_assertion_is_an_assertfail_with_the_python_line():
@@ -64,8 +65,8 @@ def test_an_assertion_is_an_assertfail_with_the_python_line():
     lines = Path(device_assert.__file__).read_text().splitlines()
     numbers = [n for n, text in enumerate(lines, start=1) if "T.device_assert(" in text]
     assert len(numbers) == 2
-    assert re.search(rf'if \(!\(.+ >= 0\)\) __assertfail\("negative index", "device_assert.py", {numbers[0]}u, "gather", '
-                     r'sizeof\(char\)\);', source)
+    assert re.search(rf'if \(!\(.+ >= 0\)\) __assertfail\("negative index", "device_assert.py", {numbers[0]}u, '
+                     r'"gather", sizeof\(char\)\);', source)
     condition = re.search(r"bool (\w+) = \w+ < N;", source).group(1)  # shared with the gather's guard
     assert re.search(rf'if \(!{condition}\) __assertfail\("index past the end of the table", "device_assert.py", '
                      rf'{numbers[1]}u, "gather", sizeof\(char\)\);', source)

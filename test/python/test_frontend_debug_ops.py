@@ -31,7 +31,8 @@ def test_a_scalar_prints_from_thread_0_with_its_source_text_and_the_block(tmp_pa
 
 def test_warp_ids_choose_the_printing_thread_and_a_fragment_prints_through_a_shared_copy(tmp_path):
     ir = lower(tmp_path, kernel('T.print(x, "the tile", warp_id=1)'))
-    shared = re.search(r'(%\w+) = "tile.alloc_shared"\(\) \{name = "x_printed"\} : \(\) -> memref<16xf32, "shared">', ir)
+    shared = re.search(r'(%\w+) = "tile.alloc_shared"\(\) \{name = "x_printed"\} : \(\) -> '
+                       r'memref<16xf32, "shared">', ir)
     fragment = re.search(r'(%\w+) = "tile.alloc_fragment"\(\) \{name = "x"\}', ir)
     assert shared and fragment
     assert f'"tile.copy"({fragment.group(1)}, {shared.group(1)}, ' in ir
