@@ -42,15 +42,15 @@ def _driver():
 
 
 def _user_facing(method: Callable) -> Callable:
-    """`method` raising a CompileError or LaunchError with no traceback frames of tilemlir's own: the
-    located message says what is wrong and where, and the frame that called tilemlir stays (the
-    TILEMLIR_TRACEBACK knob keeps the whole traceback)."""
+    """`method` raising a CompileError, LaunchError or DeviceAssertionError with no traceback frames of
+    tilemlir's own: the located message says what is wrong and where, and the frame that called
+    tilemlir stays (the TILEMLIR_TRACEBACK knob keeps the whole traceback)."""
 
     @functools.wraps(method)
     def wrapper(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except (CompileError, LaunchError) as exc:
+        except (CompileError, LaunchError, DeviceAssertionError) as exc:
             if settings().traceback:
                 raise
             raise exc.with_traceback(None)  # noqa: B904 - the same exception, its internal frames dropped
@@ -320,7 +320,7 @@ class JitFunction:
             start = time.perf_counter()
             source_key = self._source_key(target, record, merged)
             kernel = self._cached(source_key, record, merged) if source_key else None
-            hit = kernel is not None
+            cache = "no source cache" if not source_key else "source cache hit" if kernel else "source cache miss"
             if kernel is None:
                 kernel = self._compile_fresh(record)
                 if source_key:
@@ -328,7 +328,7 @@ class JitFunction:
 
                     source_cache.store(source_key, kernel.compiled)
             self._compiled[record] = kernel
-            _log_compile(kernel, hit, time.perf_counter() - start)
+            _log_compile(kernel, cache, time.perf_counter() - start)
         return self._compiled[record]
 
     def _source_key(self, target: str, record: TargetOptions, options: dict) -> str | None:
@@ -367,19 +367,14 @@ class JitFunction:
         return self.compile()(*args, **kwargs)
 
 
-def _log_compile(kernel: "Kernel", source_cache_hit: bool, seconds: float) -> None:
-    """The one INFO line of a compile on `tilemlir.compile`; TILEMLIR_LOG_COMPILES=1 shows it on stderr."""
+def _log_compile(kernel: "Kernel", cache: str, seconds: float) -> None:
+    """The one INFO line of a compile on `tilemlir.compile` (`cache`: what the source-level cache did);
+    TILEMLIR_LOG_COMPILES=1 shows it on stderr."""
     if settings().log_compiles:
         _show_compile_log()
     if not compile_log.isEnabledFor(logging.INFO):
         return
     where = f"cuda {kernel.arch}" if kernel.target == "cuda" else f"cpu ({kernel.level} level)"
-    if source_cache_hit:
-        cache = "source cache hit"
-    elif isinstance(kernel.options, CudaOptions) and kernel.options.use_cache and not settings().disable_cache:
-        cache = "source cache miss"
-    else:
-        cache = "no source cache"
     stages = ", ".join(f"{stage} {t * 1e3:.1f} ms" for stage, t in kernel.compile_seconds.items())
     compile_log.info("compiled kernel '%s' for %s: %s, %.1f ms%s", kernel.name, where, cache, seconds * 1e3,
                      f" ({stages})" if stages else "")

@@ -362,3 +362,17 @@ def test_no_gpu_warns_once_that_cuda_compiles_for_sm_90a(caplog, monkeypatch):
     assert [r.getMessage() for r in warnings] == [
         "no usable GPU (RuntimeError: no CUDA device): compiling CUDA for sm_90a (Hopper); pass arch='sm_XX' to "
         "compile for another GPU"]
+
+
+def test_a_failed_device_assertion_comes_without_the_backends_frames(tmp_path, monkeypatch):
+    monkeypatch.delenv("TILEMLIR_TRACEBACK", raising=False)
+    module = load_module(tmp_path, """
+        @tilemlir.jit(target="cpu")
+        def checked(X: T.Tensor((M,), T.float32)):
+            with T.Kernel(1, threads=32) as bx:
+                for i in T.Parallel(32):
+                    T.device_assert(X[i] >= 0.0)
+    """)
+    with pytest.raises(tilemlir.DeviceAssertionError, match="device assertion failed in kernel 'checked'") as info:
+        module.checked(-np.ones(32, np.float32))
+    assert _frames(info.value) == [__file__, tilemlir.api.__file__]
