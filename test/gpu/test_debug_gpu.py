@@ -12,7 +12,6 @@
 import ctypes
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
