@@ -6,7 +6,7 @@ fast on machines without the bindings; the compiler API loads on first use.
 
 from __future__ import annotations
 
-from tilemlir.diagnostics import CompileError, LaunchError, TilemlirError
+from tilemlir.diagnostics import CompileError, DeviceAssertionError, LaunchError, TilemlirError
 
 __version__ = "0.1.0"
 
@@ -37,5 +37,6 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["CompileError", "LaunchError", "TilemlirError", "jit", "compile", "lower", "language", "autotune",
+__all__ = ["CompileError", "DeviceAssertionError", "LaunchError", "TilemlirError",
+           "jit", "compile", "lower", "language", "autotune",
            "compile_many", "testing", "PassConfigKey", "transform", "cdiv", "next_power_of_2", "__version__"]

@@ -14,17 +14,20 @@ import functools
 import importlib
 import inspect
 import logging
+import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from tilemlir.diagnostics import CompileError, SourceLocation
+from tilemlir.config import settings
+from tilemlir.diagnostics import CompileError, DeviceAssertionError, LaunchError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, options_for
 from tilemlir.pass_configs import options_from_pass_configs
 from tilemlir.pipeline import STAGES
 
 log = logging.getLogger("tilemlir.jit")
+compile_log = logging.getLogger("tilemlir.compile")  # one INFO line per compile (TILEMLIR_LOG_COMPILES)
 
 # The compile options (tilemlir.options): an eager function's compile() tells them from its T.const dims.
 _COMPILE_OPTIONS = frozenset(f.name for record in (CudaOptions, CpuOptions) for f in fields(record))
@@ -36,6 +39,23 @@ DEFAULT_TARGET = "cuda"
 def _driver():
     """`tilemlir.driver`, imported on first use: it loads MLIR."""
     return importlib.import_module("tilemlir.driver")
+
+
+def _user_facing(method: Callable) -> Callable:
+    """`method` raising a CompileError, LaunchError or DeviceAssertionError with no traceback frames of
+    tilemlir's own: the located message says what is wrong and where, and the frame that called
+    tilemlir stays (the TILEMLIR_TRACEBACK knob keeps the whole traceback)."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (CompileError, LaunchError, DeviceAssertionError) as exc:
+            if settings().traceback:
+                raise
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, its internal frames dropped
+
+    return wrapper
 
 
 def known_stages() -> tuple[str, ...]:
@@ -144,6 +164,7 @@ class JitFunction:
     # ------------------------------------------------------------------
     # Factories.
 
+    @_user_facing
     def instantiate(self, *args, **kwargs) -> "JitFunction":
         """The kernel function a factory returns for these compile-time values (cached); for an eager
         function, its kernel specialized for these arguments (tensors and compile-time values)."""
@@ -163,6 +184,9 @@ class JitFunction:
         bound = inspect.signature(self.fn).bind(*args, **kwargs)
         bound.apply_defaults()
         key = tuple(bound.arguments.items())
+        arrays = [(name, value) for name, value in key if _is_array(value)]
+        if arrays:
+            raise CompileError(_array_to_factory_message(self.fn.__name__, arrays), self._def_location())
         try:
             hash(key)
         except TypeError:
@@ -236,6 +260,7 @@ class JitFunction:
     # ------------------------------------------------------------------
     # Kernels.
 
+    @_user_facing
     def frontend(self) -> FrontendResult:
         """The frontend IR and signature of this kernel (built once)."""
         if self.kind == "eager":
@@ -280,6 +305,7 @@ class JitFunction:
             result.append(index)
         return tuple(result)
 
+    @_user_facing
     def compile(self, target: str | None = None, **options) -> "Kernel":
         """The compiled kernel for `target` (cached per target and options, in memory and on disk).
 
@@ -291,8 +317,10 @@ class JitFunction:
         merged = {**self.options, **options}
         record = options_for(target, merged)
         if record not in self._compiled:
+            start = time.perf_counter()
             source_key = self._source_key(target, record, merged)
             kernel = self._cached(source_key, record, merged) if source_key else None
+            cache = "no source cache" if not source_key else "source cache hit" if kernel else "source cache miss"
             if kernel is None:
                 kernel = self._compile_fresh(record)
                 if source_key:
@@ -300,13 +328,12 @@ class JitFunction:
 
                     source_cache.store(source_key, kernel.compiled)
             self._compiled[record] = kernel
+            _log_compile(kernel, cache, time.perf_counter() - start)
         return self._compiled[record]
 
     def _source_key(self, target: str, record: TargetOptions, options: dict) -> str | None:
         """The source-level disk-cache key (CUDA only: CPU kernels are JIT-compiled in memory) of the
         options as given."""
-        from tilemlir.config import settings
-
         config = settings()
         # A hand-edited override or a dump request needs the compile to happen.
         if config.disable_cache or config.cuda_override is not None or config.dump_dir is not None:
@@ -324,16 +351,60 @@ class JitFunction:
         return Kernel(self, record, hit) if hit is not None else None
 
     def _compile_fresh(self, options: TargetOptions) -> "Kernel":
+        start = time.perf_counter()
         frontend = self.frontend()
+        python_seconds = time.perf_counter() - start  # the AST -> tile IR part (0 when built before)
         result = _driver().compile_module(frontend.module(), frontend.info, options)
-        return Kernel(self, options, result.kernel, result.stage_ir, result.compile_seconds)
+        seconds = {"python": python_seconds, **result.compile_seconds}
+        return Kernel(self, options, result.kernel, result.stage_ir, seconds)
 
+    @_user_facing
     def __call__(self, *args, **kwargs):
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
         if self.kind == "eager":
             return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
+
+
+def _log_compile(kernel: "Kernel", cache: str, seconds: float) -> None:
+    """The one INFO line of a compile on `tilemlir.compile` (`cache`: what the source-level cache did);
+    TILEMLIR_LOG_COMPILES=1 shows it on stderr."""
+    if settings().log_compiles:
+        _show_compile_log()
+    if not compile_log.isEnabledFor(logging.INFO):
+        return
+    where = f"cuda {kernel.arch}" if kernel.target == "cuda" else f"cpu ({kernel.level} level)"
+    stages = ", ".join(f"{stage} {t * 1e3:.1f} ms" for stage, t in kernel.compile_seconds.items())
+    compile_log.info("compiled kernel '%s' for %s: %s, %.1f ms%s", kernel.name, where, cache, seconds * 1e3,
+                     f" ({stages})" if stages else "")
+
+
+@functools.cache
+def _show_compile_log() -> None:
+    """Turn the compile log on (once): INFO level, and a stderr handler unless logging already has one."""
+    compile_log.setLevel(logging.INFO)
+    if not compile_log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        compile_log.addHandler(handler)
+
+
+def _is_array(value: Any) -> bool:
+    """Whether `value` is an array (numpy, torch, CuPy, ...): what a kernel takes and a factory does not."""
+    return any(hasattr(value, a) for a in ("__dlpack__", "__cuda_array_interface__", "__array_interface__"))
+
+
+def _array_to_factory_message(factory: str, arrays: list[tuple[str, Any]]) -> str:
+    name, value = arrays[0]
+    shape = getattr(value, "shape", None)
+    shown = f"{type(value).__module__}.{type(value).__name__}"
+    if shape is not None:
+        shown += f" of shape {tuple(shape)}"
+    return (f"'{factory}' is a kernel factory: its parameters are compile-time values (ints, floats, strings, dtypes, "
+            f"tuples), but parameter '{name}' got an array ({shown}); call the factory with its compile-time "
+            f"values to get the kernel, then call the kernel with the arrays: `kernel = {factory}(...)`, "
+            "`kernel(x, ...)`")
 
 
 class Kernel:
@@ -375,6 +446,7 @@ class Kernel:
     def name(self) -> str:
         return self.signature.name
 
+    @_user_facing
     def ir(self, stage: str = FRONTEND, debuginfo: bool = False) -> str:
         _check_stage(stage)
         if stage == FRONTEND:
@@ -388,7 +460,12 @@ class Kernel:
         return _driver().lower_module(self._frontend.module(), stage)
 
     def __call__(self, *args, **kwargs):
-        return self.compiled(*args, **kwargs)
+        try:
+            return self.compiled(*args, **kwargs)
+        except (LaunchError, DeviceAssertionError) as exc:  # inline, not @_user_facing: a launch is on the hot path
+            if settings().traceback:
+                raise
+            raise exc.with_traceback(None)  # noqa: B904 - the same exception, its internal frames dropped
 
     # CUDA kernels.
 
@@ -505,11 +582,13 @@ def _kernel_function(fn) -> JitFunction:
     return fn
 
 
+@_user_facing
 def compile(fn, target: str = DEFAULT_TARGET, **options) -> Kernel:  # noqa: A001 - the public name
     """Compile kernel function `fn` (decorated or not) for `target` ("cuda" or "cpu")."""
     return _kernel_function(fn).compile(target, **options)
 
 
+@_user_facing
 def lower(fn, stage: str = FRONTEND, debuginfo: bool = False) -> str:
     """The IR text of kernel function `fn` after `stage` ("frontend", "thread" or "final").
 

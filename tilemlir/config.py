@@ -33,6 +33,9 @@ KNOBS = (
                                    "instead of the generated source"),
     Knob("TILEMLIR_DISABLE_CACHE", "1 disables the disk cache"),
     Knob("TILEMLIR_PROVER_RLIMIT", f"per-query Z3 resource limit (rlimit), a deterministic work budget (default {DEFAULT_PROVER_RLIMIT})"),
+    Knob("TILEMLIR_LOG_COMPILES", "1 logs one INFO line per compile on the 'tilemlir.compile' logger (kernel, target "
+                                  "and arch, cache hit or miss, seconds per stage), to stderr unless logging is "
+                                  "configured"),
     Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),
     Knob("TILEMLIR_AUTOTUNE", "on (default): @tilemlir.autotune reuses the best config stored on disk; force: tune "
                               "again and store the new choice; off: no tuning, the first config that compiles"),
@@ -52,6 +55,7 @@ class Settings:
     disable_cache: bool
     prover_rlimit_text: str | None
     traceback: bool = False
+    log_compiles: bool = False
     autotune_text: str | None = None
     compile_workers_text: str | None = None
 
@@ -118,6 +122,7 @@ def settings() -> Settings:
         disable_cache=_flag(env.get("TILEMLIR_DISABLE_CACHE")),
         prover_rlimit_text=env.get("TILEMLIR_PROVER_RLIMIT"),
         traceback=_flag(env.get("TILEMLIR_TRACEBACK")),
+        log_compiles=_flag(env.get("TILEMLIR_LOG_COMPILES")),
         autotune_text=env.get("TILEMLIR_AUTOTUNE"),
         compile_workers_text=env.get("TILEMLIR_COMPILE_WORKERS"),
     )

@@ -15,20 +15,20 @@ what it does inside a kernel.
 
 from __future__ import annotations
 
-import enum
-import inspect
-import numbers
-import sys
-from dataclasses import dataclass
-from typing import Any, Callable
+import enum as _enum
+import inspect as _inspect
+import numbers as _numbers
+import sys as _sys
+from dataclasses import dataclass as _dataclass
+from typing import Any as _Any, Callable as _Callable
 
-from tilemlir.diagnostics import CompileError, SourceLocation
+from tilemlir.diagnostics import CompileError as _CompileError, SourceLocation as _SourceLocation
 
 _PyBool = type(True)  # this module rebinds `bool`, `int` and `float` to the dtypes T.bool, T.int and T.float
 _PyInt = type(0)
 
 
-class DeclarationError(CompileError, ValueError):
+class DeclarationError(_CompileError, ValueError):
     """A malformed `T.Tensor` or `T.symbolic`, located at the Python code that wrote it.
 
     A kernel's annotations run when Python runs its `def`, before the frontend sees it, so the
@@ -40,23 +40,23 @@ class DeclarationError(CompileError, ValueError):
         super().__init__(text, _caller_location())
 
 
-def _caller_location() -> SourceLocation | None:
-    frame = sys._getframe(1)
+def _caller_location() -> _SourceLocation | None:
+    frame = _sys._getframe(1)
     # this module's frames, and those of code it generates (a dataclass's __init__ is "<string>")
     while frame is not None and (frame.f_code.co_filename == __file__ or frame.f_code.co_filename.startswith("<")):
         frame = frame.f_back
     if frame is None:
         return None
-    positions = inspect.getframeinfo(frame, context=0).positions
+    positions = _inspect.getframeinfo(frame, context=0).positions
     line = positions.lineno if positions and positions.lineno else frame.f_lineno
     col = positions.col_offset + 1 if positions and positions.col_offset is not None else 1
-    return SourceLocation(frame.f_code.co_filename, line, col)
+    return _SourceLocation(frame.f_code.co_filename, line, col)
 
 # ----------------------------------------------------------------------------
 # Element types.
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class DType:
     """An element type. `kind` is "float", "int" (signed), "uint" or "bool"; `mlir` its MLIR spelling."""
 
@@ -125,7 +125,7 @@ _ALIASES = {
 _PYTHON_TYPES = {float: "float32", int: "int32", _PyBool: "bool"}
 
 
-def dtype(value: Any) -> DType:
+def dtype(value: _Any) -> DType:
     """The DType named by `value`: a DType, a name such as "float16" or "bf16", or Python's float/int/bool.
 
     Raises ValueError naming the known dtypes when `value` is none of those.
@@ -149,7 +149,7 @@ def dtype(value: Any) -> DType:
 # Signatures.
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class Symbolic:
     """A tensor dimension whose value is bound when the kernel is called (`T.symbolic("M")`).
 
@@ -174,7 +174,7 @@ def symbolic(name: str) -> Symbolic:
 dynamic = symbolic
 
 
-@dataclass(frozen=True, init=False)
+@_dataclass(frozen=True, init=False)
 class Tensor:
     """The type of a global tensor parameter: `T.Tensor((M, 4096), T.bfloat16)`.
 
@@ -186,7 +186,7 @@ class Tensor:
 
     def __init__(self, *args, **kwargs):
         shape, dtype_ = _tensor_arguments(args, kwargs)
-        if isinstance(shape, (numbers.Integral, Symbolic)):
+        if isinstance(shape, (_numbers.Integral, Symbolic)):
             shape = (shape,)
         if not isinstance(shape, (tuple, list)) or not shape:
             raise DeclarationError(f"T.Tensor needs a non-empty tuple of dims, got {shape!r}")
@@ -248,7 +248,7 @@ def _dim(dim):
     """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
     if isinstance(dim, Symbolic):
         return dim
-    if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
+    if not isinstance(dim, _PyBool) and isinstance(dim, _numbers.Integral):
         return _PyInt(dim)
     raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
 
@@ -256,16 +256,16 @@ def _dim(dim):
 Buffer = Tensor
 
 
-def prim_func(fn: Callable) -> Callable:
+def prim_func(fn: _Callable) -> _Callable:
     """Marks a kernel function (TileLang spelling); the function is returned unchanged."""
     return fn
 
 
-def macro(fn: Callable) -> Callable:
+def macro(fn: _Callable) -> _Callable:
     """`@T.macro`: kernel code shared between kernels. A call from kernel code is inlined there
     (arguments may be run-time values, buffers or compile-time values; `return expr` at the end
     gives the call's value). The function is returned, marked."""
-    if not inspect.isfunction(fn):
+    if not _inspect.isfunction(fn):
         raise TypeError(f"@T.macro decorates a `def` function, got {type(fn).__name__}")
     fn.__tilemlir_macro__ = True
     return fn
@@ -358,7 +358,7 @@ def _map_text(fn, rank: int, symbols: int, what: str) -> str:
     if not callable(fn):
         raise TypeError(f"Layout {what} must be a function or affine-map text, got {fn!r}")
     try:
-        arity = len(inspect.signature(fn).parameters)
+        arity = len(_inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         arity = rank + symbols
     if arity != rank + symbols:
@@ -380,7 +380,7 @@ def _kernel_only(what: str):
     raise RuntimeError(f"{what} is kernel code: it only has a meaning inside a @tilemlir.jit kernel function")
 
 
-def _intrinsic(fn: Callable) -> Callable:
+def _intrinsic(fn: _Callable) -> _Callable:
     """Mark `fn` as a kernel operation the frontend implements (looked up by this name)."""
     fn.__tilemlir_intrinsic__ = fn.__name__
     return fn
@@ -491,7 +491,7 @@ def reduce_absmax(src, dst, dim: int = -1, clear: bool = True):
     _kernel_only("T.reduce_absmax")
 
 
-class GemmWarpPolicy(enum.Enum):
+class GemmWarpPolicy(_enum.Enum):
     """How `T.gemm(..., policy=)` splits C over the block's warps on tensor cores (TileLang's names):
     FullRow puts every warp along M (each warp holds whole rows), FullCol along N, Square the
     squarest per-warp tile."""
@@ -517,6 +517,23 @@ def atomic_add(dst, value):
 def annotate_layout(layouts: dict):
     """`T.annotate_layout({frag: T.Layout(...)})`: request a layout for fragments."""
     _kernel_only("T.annotate_layout")
+
+
+@_intrinsic
+def print(obj, msg: str = "", warp_group_id: int = 0, warp_id: int = 0):  # noqa: A001 - TileLang's name
+    """Print a scalar or every element of an on-chip buffer, from one thread of each block: thread
+    `warp_group_id * 128 + warp_id * 32`. Each line holds `msg` (default: the argument's source
+    text), the block's coordinates, the thread and the value (for a buffer: `name[i, j] = value`).
+    printf on the GPU; on the CPU target, Python's stdout. Not inside T.Parallel."""
+    _kernel_only("T.print")
+
+
+@_intrinsic
+def device_assert(condition, msg: str = ""):
+    """Stop the kernel when `condition` (a bool) is false in a thread that reaches it: a trap with
+    `msg` (default: the condition's source text), the Python file:line, block and thread on the GPU;
+    a located `tilemlir.DeviceAssertionError` after the run on the CPU target."""
+    _kernel_only("T.device_assert")
 
 
 @_intrinsic
@@ -551,7 +568,7 @@ def ceildiv(a, b):
     _kernel_only("T.ceildiv on non-integers")
 
 
-def _math(name: str, doc: str) -> Callable:
+def _math(name: str, doc: str) -> _Callable:
     def marker(*args):
         _kernel_only(f"T.{name}")
 
@@ -603,11 +620,11 @@ def vectorized(*bounds):
 vectorized.__tilemlir_intrinsic__ = "unroll"
 
 
-def _strided_tensor(shape, strides, dtype_: Any = "float32") -> Tensor:
+def _strided_tensor(shape, strides, dtype_: _Any = "float32") -> Tensor:
     """TileLang's `T.StridedTensor(shape, strides, dtype)`: a tensor with the given element strides.
     tilemlir's tensor parameters are row-major and contiguous, so `strides` must be those of `shape`."""
     tensor = Tensor(shape, dtype_)
-    if isinstance(strides, (numbers.Integral, Symbolic)):
+    if isinstance(strides, (_numbers.Integral, Symbolic)):
         strides = (strides,)
     if not isinstance(strides, (tuple, list)) or len(strides) != len(tensor.shape):
         raise DeclarationError(f"T.StridedTensor needs one stride per dim ({len(tensor.shape)}), got {strides!r}")
@@ -630,12 +647,12 @@ def _contiguous_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
-@dataclass(frozen=True)
+@_dataclass(frozen=True)
 class _StrideProduct:
     """A symbolic row-major stride: the product of the dims after it."""
 
-    left: Any
-    right: Any
+    left: _Any
+    right: _Any
 
     def __repr__(self) -> str:
         return f"{self.left!r} * {self.right!r}"
@@ -646,7 +663,7 @@ def _stride_key(stride):
         return ("*", *sorted(map(repr, _factors(stride))))
     if isinstance(stride, Symbolic):
         return ("*", repr(stride))
-    if not isinstance(stride, _PyBool) and isinstance(stride, numbers.Integral):
+    if not isinstance(stride, _PyBool) and isinstance(stride, _numbers.Integral):
         return _PyInt(stride)
     raise DeclarationError(f"T.StridedTensor strides must be ints or T.symbolic dims, got {stride!r}")
 
@@ -726,19 +743,19 @@ def empty(shape, dtype="float32"):
 
 def cdiv(a, b):
     """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
+    if not all(isinstance(v, _numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
         raise TypeError(f"cdiv takes two ints, got {a!r} and {b!r}")
     return -(-a // b)
 
 
 def next_power_of_2(n) -> int:
     """The smallest power of two >= n, for a Python int n (1 for n <= 1), as `tilelang.next_power_of_2`."""
-    if not isinstance(n, numbers.Integral) or isinstance(n, _PyBool):
+    if not isinstance(n, _numbers.Integral) or isinstance(n, _PyBool):
         raise TypeError(f"next_power_of_2 takes an int, got {n!r}")
     return 1 if n <= 1 else 1 << _PyInt(n - 1).bit_length()
 
 
-class LanguageAttributeError(CompileError, AttributeError):
+class LanguageAttributeError(_CompileError, AttributeError):
     """`T.name` for a name the language lacks, located at the Python code that wrote it (an annotation or
     factory code runs before the frontend); says so when the name is a TileLang feature tilemlir lacks."""
 
@@ -753,7 +770,7 @@ _TILELANG_UNSUPPORTED = {
     "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
     "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
-    "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
+    "alloc_barrier": "mbarriers",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
     "float8_e4m3fnuz": "the fnuz fp8 formats", "float8_e5m2fnuz": "the fnuz fp8 formats",
@@ -770,7 +787,7 @@ def __getattr__(name: str):
                                      "tilemlir (docs/tilelang.md lists what is)", tilelang_feature=True)
     import difflib
 
-    close = difflib.get_close_matches(name, [n for n in globals() if not n.startswith("_")], n=1)
+    close = difflib.get_close_matches(name, __all__, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     raise LanguageAttributeError(f"'T' has no attribute '{name}'{hint}", tilelang_feature=False)
 
@@ -788,8 +805,10 @@ __all__ = [
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
-    "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "assume", "cast", "if_then_else", "infinity", "ceildiv",
+    "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "print", "device_assert", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
     "floor", "ceil", "fma",
     *_TILELANG_NAMES,
 ]
+
+del annotations  # the __future__ import binds this name; it is not part of the language

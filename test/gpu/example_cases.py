@@ -97,6 +97,13 @@ INDEX_WIDTH_CASES = (
     ExampleCase("softmax_logits_index_bits_64", _SOFTMAX, "softmax", _LOGITS, options={"index_bits": 64}),
 )
 INDEX_WIDTH_CASES_BY_NAME = {case.name: case for case in INDEX_WIDTH_CASES}
+# A static shape of 2**31 + 4099 elements (static_shape_kernels.py): 64-bit without being asked.
+STATIC_SHAPE_CASES = (ExampleCase("add_i8_static_past_2_31", "static_shape_kernels", "add_static"),)
+
+# T.print and T.device_assert (examples/debug_print.py and device_assert.py; test_debug_gpu.py).
+DEBUG_CASES = (ExampleCase("debug_scale", "debug_print", "debug_scale"),
+               ExampleCase("checked_gather", "device_assert", "checked_gather"))
+DEBUG_CASES_BY_NAME = {case.name: case for case in DEBUG_CASES}
 
 
 def example_module(name: str):

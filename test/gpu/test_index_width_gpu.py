@@ -93,3 +93,21 @@ def test_softmax_over_llm_logits_of_2_31_elements_needs_and_runs_with_index_bits
         want_sq += float(torch.sum(want**2))
     error = math.sqrt(error_sq / want_sq)
     assert error <= 4e-3, f"relative error {error:.3e}"
+
+
+def test_a_static_shape_past_2_31_is_64_bit_without_being_asked():
+    """static_shape_kernels.add_static: A, B, C of exactly 2**31 + 4099 int8 elements (a static dim) compile
+    64-bit by themselves and every element is computed."""
+    from example_cases import STATIC_SHAPE_CASES
+
+    kernel, out_idx = with_caller_outputs(kernel_for(STATIC_SHAPE_CASES[0]))
+    assert out_idx == (2,) and kernel.signature.index_bits == 64
+    a, b = random_tensor(PAST_2_31, torch.int8), random_tensor(PAST_2_31, torch.int8)
+    want = a + b
+    c = ~want  # every element poisoned: one the kernel leaves unwritten differs from its sum
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    mismatched = torch.nonzero(c != want)
+    assert mismatched.numel() == 0, f"{mismatched.numel()} wrong elements, first at {mismatched[:5].flatten().tolist()}"
+    del a, b, c, want
+    torch.cuda.empty_cache()

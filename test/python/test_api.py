@@ -261,3 +261,118 @@ def test_a_factory_with_annotated_compile_time_parameters_is_still_a_factory(tmp
     """)
     assert module.make.kind == "factory"
     assert "memref<?x4xf32>" in tilemlir.lower(module.make.instantiate(n=4))
+
+
+def test_calling_a_factory_with_an_array_says_it_is_a_factory(kernels, rng):
+    x = rng.standard_normal(256).astype(np.float32)
+    with pytest.raises(CompileError) as info:
+        kernels.make_scale(x)
+    text = info.value.diagnostics[0].message
+    assert text.startswith("'make_scale' is a kernel factory: its parameters are compile-time values")
+    assert "parameter 'block' got an array (numpy.ndarray of shape (256,))" in text
+    assert "then call the kernel with the arrays: `kernel = make_scale(...)`, `kernel(x, ...)`" in text
+
+
+def _frames(exc: BaseException) -> list[str]:
+    import traceback
+
+    return [frame.filename for frame in traceback.extract_tb(exc.__traceback__)]
+
+
+def test_a_located_error_comes_without_the_compilers_frames(tmp_path, monkeypatch):
+    """The traceback of a kernel's mistake holds the caller's frame and the API's one re-raise, not the
+    frontend's dozens; TILEMLIR_TRACEBACK=1 keeps them."""
+    module = load_module(tmp_path, """
+        @tilemlir.jit
+        def broken(X: T.Tensor((M,), T.float32)):
+            with T.Kernel(4, threads=32) as bx:
+                for i in T.Parallel(32):
+                    X[bx * 32 + i] = undefined_name
+    """)
+    monkeypatch.delenv("TILEMLIR_TRACEBACK", raising=False)
+    with pytest.raises(CompileError, match="unknown name 'undefined_name'") as info:
+        tilemlir.lower(module.broken)
+    frames = _frames(info.value)
+    assert frames[0] == __file__ and [f for f in frames[1:]] == [tilemlir.api.__file__]
+    monkeypatch.setenv("TILEMLIR_TRACEBACK", "1")
+    with pytest.raises(CompileError) as info:
+        tilemlir.lower(module.broken.fn)
+    assert any(f.endswith("frontend/builder.py") for f in _frames(info.value))
+
+
+def test_a_launch_error_comes_without_the_runtimes_frames(kernels, rng, monkeypatch):
+    monkeypatch.delenv("TILEMLIR_TRACEBACK", raising=False)
+    kernel = kernels.scale.compile("cpu")
+    with pytest.raises(tilemlir.diagnostics.LaunchError, match="expected dtype float32, got float64") as info:
+        kernel(rng.standard_normal(256), np.float32(2.0))
+    assert _frames(info.value) == [__file__, tilemlir.api.__file__]
+
+
+def test_one_info_line_per_compile_with_the_knob(kernels, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setenv("TILEMLIR_LOG_COMPILES", "1")
+    with caplog.at_level(logging.INFO, logger="tilemlir.compile"):
+        kernels.scale.compile("cpu")
+        kernels.scale.compile("cpu")  # in memory: not a compile
+        kernels.scale.compile("cpu", level="thread")
+    lines = [r.getMessage() for r in caplog.records if r.name == "tilemlir.compile"]
+    assert len(lines) == 2 and all(r.levelno == logging.INFO for r in caplog.records if r.name == "tilemlir.compile")
+    import re
+
+    stage = r"\d+\.\d ms"
+    assert re.fullmatch(rf"compiled kernel 'scale' for cpu \(tile level\): no source cache, {stage} "
+                        rf"\(python {stage}, frontend {stage}, llvm {stage}\)", lines[0]), lines[0]
+    assert re.fullmatch(rf"compiled kernel 'scale' for cpu \(thread level\): no source cache, {stage} "
+                        rf"\(python {stage}, frontend {stage}, thread {stage}, final {stage}, llvm {stage}\)",
+                        lines[1]), lines[1]
+
+
+def test_the_compile_line_says_whether_the_source_cache_hit(tmp_path, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setenv("TILEMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TILEMLIR_DISABLE_CACHE", raising=False)
+    module = load_module(tmp_path, KERNELS)
+    with caplog.at_level(logging.INFO, logger="tilemlir.compile"):
+        module.scale.compile("cuda", arch="sm_90a")
+        # a new jit function of the same source finds the first one's entry on disk
+        tilemlir.api.JitFunction(module.scale.fn, module.scale.out_idx).compile("cuda", arch="sm_90a")
+    lines = [r.getMessage() for r in caplog.records if r.name == "tilemlir.compile"]
+    assert len(lines) == 2
+    assert lines[0].startswith("compiled kernel 'scale' for cuda sm_90a: source cache miss, ")
+    assert "nvrtc" in lines[0] and "emit" in lines[0]
+    assert lines[1].startswith("compiled kernel 'scale' for cuda sm_90a: source cache hit, ")
+
+
+def test_no_gpu_warns_once_that_cuda_compiles_for_sm_90a(caplog, monkeypatch):
+    import logging
+
+    from tilemlir.runtime import driver as runtime_driver, nvrtc
+
+    def no_gpu():
+        raise RuntimeError("no CUDA device")
+
+    monkeypatch.setattr(runtime_driver, "current_arch", no_gpu)
+    nvrtc._warn_fallback.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="tilemlir.runtime"):
+        assert nvrtc.resolve_arch(None) == "sm_90a" and nvrtc.resolve_arch(None) == "sm_90a"
+        assert nvrtc.resolve_arch("sm_80") == "sm_80"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        "no usable GPU (RuntimeError: no CUDA device): compiling CUDA for sm_90a (Hopper); pass arch='sm_XX' to "
+        "compile for another GPU"]
+
+
+def test_a_failed_device_assertion_comes_without_the_backends_frames(tmp_path, monkeypatch):
+    monkeypatch.delenv("TILEMLIR_TRACEBACK", raising=False)
+    module = load_module(tmp_path, """
+        @tilemlir.jit(target="cpu")
+        def checked(X: T.Tensor((M,), T.float32)):
+            with T.Kernel(1, threads=32) as bx:
+                for i in T.Parallel(32):
+                    T.device_assert(X[i] >= 0.0)
+    """)
+    with pytest.raises(tilemlir.DeviceAssertionError, match="device assertion failed in kernel 'checked'") as info:
+        module.checked(-np.ones(32, np.float32))
+    assert _frames(info.value) == [__file__, tilemlir.api.__file__]

@@ -28,6 +28,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # example -> (factory arguments, make_inputs arguments at a dividing / a non-dividing dynamic dim, tolerance).
 # Compile-time sizes are cut down so each CPU run takes well under a second.
 CASES = {
+    "debug_print": ({"block": 16}, {"rows": 4, "block": 16}, {"rows": 3, "block": 16}, 1e-6),
+    "device_assert": ({"block": 128}, {"n": 100, "m": 512}, {"n": 100, "m": 300}, 0.0),
     "elementwise_add": ({}, {"n": 4096}, {"n": 3001}, 1e-3),
     "gemm": ({"N": 192, "K": 96, "block_M": 64, "block_N": 64, "block_K": 32},
              {"m": 128, "n": 192, "k": 96}, {"m": 77, "n": 192, "k": 96}, 1e-3),

@@ -300,3 +300,55 @@ def test_llm_logits_of_2_31_elements_need_index_bits_64():
                         rf"\(at most 2147483647\); {WIDER}", binder_error(narrow, (16384, 131072), (16384, 131072)))
     wide = emitted_cuda(kernel, index_bits=64).signature
     assert wide.index_bits == 64 and binder_error(wide, (16384, 131072), (16384, 131072)) is None
+
+
+# -- a static shape of 2**31 elements and more: 64-bit without being asked -----------------------------------
+
+STATIC_LENGTH = 2**31 + 1000
+
+
+@tilemlir.jit(out_idx=[1])
+def static_last_256(X: T.Tensor((STATIC_LENGTH,), "int8"), Y: T.Tensor((256,), "int8")):
+    with T.Kernel(1, threads=16) as bx:
+        y = T.alloc_fragment((256,), "int8")
+        T.copy(X[STATIC_LENGTH - 256], y)
+        T.copy(y, Y[0])
+
+
+def test_a_static_shape_past_2_31_compiles_64_bit_and_refuses_32_at_its_line(rng, tmp_path):
+    """No option: the kernel is 64-bit (NVRTC compiles it; its last block reads the tail exactly, run on the
+    host); index_bits=32 is a CompileError at the kernel naming the tensor and its size."""
+    kernel = tilemlir.compile(static_last_256, "cuda", arch="sm_90a", use_cache=False)
+    assert kernel.signature.index_bits == 64 and kernel.cubin
+    assert binder_error(kernel.signature, (STATIC_LENGTH,)) is None  # the runtime takes the tensor (Y is the output)
+    emitted = emitted_cuda(static_last_256)
+    assert emitted.signature.index_bits == 64
+    tail = rng.integers(-128, 128, 256, dtype=np.int8)
+    windows = {"X": Window(STATIC_LENGTH - 256, tail), "Y": Window(0, np.full(256, 0x5A, np.int8))}
+    assert np.array_equal(run_block(emitted.source, emitted.signature, (0, 0, 0), {}, windows, tmp_path)["Y"], tail)
+    with pytest.raises(CompileError) as info:
+        tilemlir.compile(static_last_256, "cuda", arch="sm_90a", index_bits=32, use_cache=False)
+    assert info.value.location.file == __file__
+    assert info.value.diagnostics[0].message == (
+        f"index_bits=32 is not possible for this kernel: tensor 'X' has {STATIC_LENGTH} elements, more than 32-bit "
+        "index math can address (at most 2147483647); use index_bits=64")
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_the_cpu_target_runs_a_static_shape_past_2_31(level, rng):
+    x = huge_input(rng, STATIC_LENGTH)
+    kernel = tilemlir.compile(static_last_256, target="cpu", level=level)
+    assert np.array_equal(kernel(x), x[-256:])
+
+
+def test_the_static_shape_gpu_case_is_64_bit_without_being_asked():
+    """test/gpu/static_shape_kernels.add_static (the artifact test_index_width_gpu.py runs on the H200)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gpu"))
+    from static_shape_kernels import add_static
+
+    kernel = tilemlir.compile(add_static.instantiate(), "cuda", arch="sm_90a", use_cache=False)
+    assert kernel.signature.index_bits == 64 and kernel.cubin
+    assert [p.shape for p in kernel.signature.params] == [(2**31 + 4099,)] * 3

@@ -22,6 +22,8 @@ sys.path.insert(0, str(EXAMPLES))
 
 # (module, factory arguments, make_inputs arguments, tolerance)
 CASES = [
+    ("debug_print", dict(block=16, threads=96), dict(rows=3, block=16), 1e-6),
+    ("device_assert", dict(block=64, threads=64), dict(n=77, m=1001), 0.0),
     ("elementwise_add", dict(block_N=256, dtype="float32"), dict(n=1001, dtype="float32"), 1e-7),
     ("elementwise_add", dict(block_N=512, dtype="bfloat16"), dict(n=777, dtype="bfloat16"), 1e-2),
     ("softmax", dict(N=1024, block_M=2, block_N=256), dict(rows=5, n=1024), 2e-3),

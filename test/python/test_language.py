@@ -156,3 +156,28 @@ def test_a_malformed_tensor_annotation_is_located_where_python_evaluates_it(tmp_
     err = info.value
     assert isinstance(err, ValueError) and err.diagnostics[0].message == expected
     assert (err.location.line, err.location.col) == (line, col) and err.location.file.startswith(str(tmp_path))
+
+
+def test_the_namespace_holds_only_the_language():
+    """What a kernel can write as T.x is __all__ (and the two errors the language raises): no module
+    of its own implementation (typing.Any, dataclass, sys, ...) leaks into it."""
+    public = {name for name in vars(T) if not name.startswith("_")}
+    assert public == set(T.__all__) | {"DeclarationError", "LanguageAttributeError"}
+    for leaked in ("Any", "Callable", "dataclass", "sys", "enum", "inspect", "numbers", "annotations",
+                   "CompileError", "SourceLocation"):
+        with pytest.raises(AttributeError):
+            getattr(T, leaked)
+
+
+@pytest.mark.parametrize("typo, hint", [("clmap", "clamp"), ("Clamp", "clamp"), ("And_", "And"),
+                                        ("Parallell", "Parallel"), ("alloc_fragmnt", "alloc_fragment")])
+def test_a_misspelt_name_suggests_a_name_of_the_language(typo, hint):
+    with pytest.raises(T.LanguageAttributeError) as info:
+        getattr(T, typo)
+    assert info.value.text == f"'T' has no attribute '{typo}'; did you mean '{hint}'?"
+
+
+def test_a_name_close_only_to_an_implementation_detail_gets_no_hint():
+    with pytest.raises(T.LanguageAttributeError) as info:
+        getattr(T, "dataclas")
+    assert info.value.text == "'T' has no attribute 'dataclas'"

@@ -101,3 +101,16 @@ class ConfigError(CompileError):
 
 class LaunchError(TilemlirError):
     """A kernel was called with arguments it cannot run on (names the argument, expected vs got)."""
+
+
+class DeviceAssertionError(TilemlirError):
+    """A `T.device_assert` failed in a CPU run (raised after the run, located at the assertion; on the
+    GPU a failed assertion traps and the launch's error reports it)."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        self.diagnostics = [diagnostic]
+        super().__init__(format_diagnostics(self.diagnostics))
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return self.diagnostics[0].location

@@ -20,6 +20,7 @@ from tilemlir.config import settings
 from tilemlir.diagnostics import CompileError, Diagnostic, reporting as diag
 from tilemlir.frontend.calls import CallMixin
 from tilemlir.frontend.control import ControlMixin
+from tilemlir.frontend.debug_ops import DebugOpsMixin
 from tilemlir.frontend.eager import EagerMixin
 from tilemlir.frontend.expressions import ExprMixin
 from tilemlir.frontend.info import KernelInfo
@@ -46,7 +47,7 @@ _SCOPE_HINTS = {
 
 
 class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
-                    EagerMixin, SignatureMixin):
+                    EagerMixin, SignatureMixin, DebugOpsMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context, eager=None):

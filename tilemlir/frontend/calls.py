@@ -115,6 +115,8 @@ class CallMixin:
                 hint = f"; to convert a run-time value write T.cast(x, T.{'float32' if callee is builtins.float else 'int32' if callee is builtins.int else 'bool'})"
             elif callee is builtins.range:
                 hint = "; write `for i in range(...)` directly in the loop header for a run-time loop"
+            elif callee is builtins.print:
+                hint = "; to print from the kernel as it runs write T.print(x, msg=...)"
             elif name == "<lambda>":
                 hint = "; a lambda runs at compile time, so write the expression inline instead"
             elif inspect.isfunction(callee):

@@ -70,8 +70,15 @@ def default_arch() -> str:
     try:
         return driver.current_arch()
     except Exception as exc:  # no driver, no device: compile for the H200
-        log.debug("no usable GPU (%s); compiling for %s", exc, DEFAULT_ARCH)
+        _warn_fallback(f"{type(exc).__name__}: {exc}")
         return DEFAULT_ARCH
+
+
+@functools.cache
+def _warn_fallback(reason: str) -> None:
+    """Once per process and reason: a kernel compiled for no GPU this machine has may not be the one wanted."""
+    log.warning("no usable GPU (%s): compiling CUDA for %s (Hopper); pass arch='sm_XX' to compile for "
+                "another GPU", reason, DEFAULT_ARCH)
 
 
 def nvrtc_version() -> str:

@@ -23,6 +23,7 @@ from tilemlir.backends.cpu.native import NativeFunction
 from tilemlir.backends.cpu.signature import (entry_function, located_signature_error, signature_from_info,
                                              signature_from_ir, written_params)
 from tilemlir.backends.cpu.checks import SITES_ATTR, STATUS_WORDS, describe_status
+from tilemlir.backends.cpu.debug_calls import ASSERT_SITES_ATTR, PRINT_SITES_ATTR, debug_context
 from tilemlir.backends.cpu.simulate_threads import DEFAULT_OPTIONS, SimulateOptions
 from tilemlir.diagnostics import TilemlirError
 from tilemlir.frontend.info import KernelInfo
@@ -67,7 +68,11 @@ def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None
         name = _ascii_entry_name(entry_function(work))
         run_pipeline(work, _level_pipeline(level, simulate), after_pass=after_pass)
         sites = _simulation_sites(work)
-    return CpuKernel(signature, NativeFunction(work, name, after_pass), level, sites)
+        debug_sites = _string_array(work, PRINT_SITES_ATTR), _string_array(work, ASSERT_SITES_ATTR)
+    kernel = CpuKernel(signature, NativeFunction(work, name, after_pass), level, sites)
+    if any(debug_sites):
+        kernel.debug_sites = debug_sites
+    return kernel
 
 
 def _level_pipeline(level: str, simulate: SimulateOptions) -> list:
@@ -99,6 +104,13 @@ def _signature(module: ir.Module, info, out_idx: tuple[int, ...]) -> KernelSigna
     raise TypeError(f"signature_info must be a KernelSignature, a KernelInfo or None, got {type(info).__name__}")
 
 
+def _string_array(module: ir.Module, name: str) -> list[str]:
+    function = entry_function(module)
+    if name not in function.attributes:
+        return []
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(function.attributes[name])]
+
+
 def _simulation_sites(module: ir.Module) -> list[str] | None:
     function = entry_function(module)
     if SITES_ATTR not in function.attributes:
@@ -116,6 +128,7 @@ class CpuKernel:
         self._binder = ArgumentBinder(signature)
         self._inputs = signature.input_indices
         self._sites = sites
+        self.debug_sites: tuple[list[str], list[str]] | None = None  # (print, assert) sites: debug_calls.py
 
     @property
     def name(self) -> str:
@@ -149,6 +162,14 @@ class CpuKernel:
         return arrays[0] if len(arrays) == 1 else arrays
 
     def _run(self, call_args: list) -> None:
+        if self.debug_sites is None:
+            self._checked_run(call_args)
+            return
+        with debug_context(*self.debug_sites) as debug:
+            self._checked_run(call_args)
+        debug.raise_failure()
+
+    def _checked_run(self, call_args: list) -> None:
         if self._sites is None:
             self._function(*call_args)
             return

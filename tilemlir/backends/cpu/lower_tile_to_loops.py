@@ -13,6 +13,8 @@ backend JIT-compiles:
   (`tilemlir.analysis.padding`, recorded as `tile.pad` first, while the IR
   still has the structure the analysis reads); out-of-range global writes
   are dropped; this holds for element code's `memref.load/store` too;
+- `tile.print` and `tile.device_assert` become calls into Python
+  (`backends/cpu/debug_calls.py`), once per block;
 - `tile.assume` is dropped (the runtime checks it at launch); so are a
   pipeline's `gpu.barrier`, `tile.cp_async_commit` and `tile.cp_async_wait`
   (points run in order; its `tile.async` copies are copies);
@@ -29,7 +31,7 @@ backend JIT-compiles:
 from __future__ import annotations
 
 from tilemlir.analysis.padding import PAD_ATTR, padding_attr
-from tilemlir.backends.cpu import buffers, checks, tile_ops
+from tilemlir.backends.cpu import buffers, checks, debug_calls, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
@@ -59,6 +61,7 @@ def run(module: ir.Operation, options) -> None:
 def _lower_kernel(kernel: ir.Operation, checker: checks.Checker) -> None:
     function = buffers.enclosing_function(kernel)
     _record_padding(kernel)
+    debug_calls.lower_debug_ops(kernel, function, list(kernel.regions[0].blocks[0].arguments), None)
     element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
     for op in ops_named(function, "tile.assume", *_SYNCHRONIZATION):
         if op.name == "tile.assume" or enclosing(op, "tile.parallel", stop="tile.kernel") is None:

@@ -17,6 +17,8 @@ CPU backend JIT-compiles:
   (`backends/cpu/checks.py`); the function gets a trailing `memref<8xi64>`
   status argument and a `tile.sim_sites` attribute describing its errors
   (`check-races=false` leaves the race checks out);
+- `tile.print` prints from its printing thread, `tile.device_assert` checks
+  in every thread: calls into Python (`backends/cpu/debug_calls.py`);
 - `tile.cp_async` reads its source when it runs and lands in shared memory
   at the `tile.cp_async_wait` that retires its group; touching a pending
   element before is a race error (`simulate/async_copies.py`). With
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
-from tilemlir.backends.cpu import checks
+from tilemlir.backends.cpu import checks, debug_calls
 from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
@@ -96,6 +98,8 @@ def _arg_names(function: ir.Operation) -> list[str]:
 def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Checker) -> None:
     block_dims = _block_dims(launch)
     n_threads = block_dims[0] * block_dims[1] * block_dims[2]
+    body = launch.regions[0].blocks[0]
+    debug_calls.lower_debug_ops(launch, function, list(body.arguments)[:3], body.arguments[3])
     _reject_unsupported(launch)
     for op in ops_named(launch, "tile.atomic_add"):
         tile_ops.lower_atomic_add(op, guarded=False)
