@@ -34,6 +34,17 @@ def test_workers_compile_the_cuda_a_serial_compile_gives(compiled):
         assert (result.kernel.name, result.kernel.target) == ("scale_kernel", "cuda")
 
 
+def test_a_worker_compiled_kernel_exports_and_loads_as_a_serial_one(compiled, tmp_path):
+    """benchmarks/tune.py exports the kernels workers compiled: the artifact loads back to the same kernel."""
+    from tilemlir.runtime import load
+
+    kernel = compiled[0].kernel
+    directory = kernel.export(tmp_path / "scale")
+    loaded = load(directory)
+    assert loaded.cubin == kernel.cubin and loaded.signature == kernel.signature
+    assert loaded.cuda_source() == kernel.cuda_source()
+
+
 def test_a_config_that_does_not_compile_is_reported_with_its_message(compiled):
     failed = compiled[3]
     assert failed.config == {"block": 256, "threads": 2048} and failed.kernel is None

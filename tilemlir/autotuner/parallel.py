@@ -228,10 +228,12 @@ def _adopt(function: Any, config: dict, artifact: Artifact, options: dict) -> An
     """The tilemlir.Kernel, in this process, of an artifact a worker compiled."""
     from tilemlir.api import Kernel
     from tilemlir.options import options_for
+    from tilemlir.runtime.builder import build, export
     from tilemlir.runtime.kernel import CompiledKernel
     from tilemlir.runtime.nvrtc import CompileOptions
     from tilemlir.runtime.signature import KernelSignature
 
+    # the runtime's builder, as for a kernel compiled here: it exports and takes edited CUDA like one
     compiled = CompiledKernel(KernelSignature.from_json(artifact.signature), artifact.source, artifact.cubin,
-                              CompileOptions(**artifact.options))
+                              CompileOptions(**artifact.options), build=build, export=export)
     return Kernel(function.instantiate(**config), options_for("cuda", {**function.options, **options}), compiled)
