@@ -179,14 +179,14 @@ def test_a_value_that_leaves_int32_makes_the_kernel_64_bit():
 
 
 def test_the_dividend_of_a_ceiling_division_counts():
-    """ceildiv(M, 64) fits, but C writes it `(M + 63) / 64`: M + 63 does not."""
+    """ceildiv(M, 64) fits, but C writes it `(M + 63) >> 6`: M + 63 does not."""
     body = ('      %q = arith.ceildivui %M, %c64 : index loc("q.py":2:1)\n'
             '      %z = arith.constant 0.0 : f32\n      memref.store %z, %X[%q] : memref<?xf32>')
     bits, message = widths(flat_kernel(body))
     assert bits == 64 and "q.py:2:1: error" in message
     assert ("the dividend a + b - 1 of the ceiling division here ('arith.ceildivui') may reach [63, 2147483710]"
             in message)
-    assert "(M + 63) / 64" in emit_text(flat_kernel(body)).source
+    assert "(M + 63) >> 6" in emit_text(flat_kernel(body)).source
     small = flat_kernel(body.replace("%M, %c64", "%tx, %c64"))
     assert widths(small) == (32, None)
 
