@@ -359,11 +359,6 @@ class ExprMixin:
     def check_element_access(self, buffer: Buffer, access: str) -> None:
         if self.kernel is None or not self.kernel.scope.active:
             raise KernelError(f"cannot {access} elements of '{buffer.name}' outside the `with T.Kernel(...)` block")
-        if buffer.space == "fragment" and self.in_scope("parallel") is None:
-            raise KernelError(
-                f"cannot {access} an element of fragment '{buffer.name}' outside T.Parallel: a fragment is spread over "
-                f"the block's threads; use `for i in T.Parallel(...)` (or copy it to a local buffer)"
-            )
 
     def dtype_value(self, value: Any, node: ast.AST) -> DType:
         from tilemlir import language as T

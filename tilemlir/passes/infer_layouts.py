@@ -17,6 +17,13 @@ How layouts are found:
   named in conflict messages; `tile.annotated_layout` (T.annotate_layout) on an
   allocation, and full replication for fragments read or written outside
   any parallel loop (every thread runs that code).
+- Gathers: an access inside a parallel whose indices are not plain loop
+  variables (`f[63 - i]`, `f[j // 2]`, `f[i, k]` with `k` a serial loop's
+  variable) links nothing. When the layouts found without it let every
+  thread running a point hold the element it reads (the indices evaluated
+  at every point, `analysis/index_values.py`), it stays so; otherwise the
+  fragment is fully replicated, and for a written gather the loop too
+  (every thread then runs every point and keeps its own copy current).
 - Chosen layouts (`analysis.layouts.tiled_layout`): each still-open
   component, highest rank and size first, gets the block's threads spread
   with 16 bytes per register run of the element type it loads from global
@@ -40,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.index_values import point_values
 from tilemlir.analysis.layouts import (
     LayoutError,
     TiledLayout,
@@ -93,6 +101,17 @@ class Access:
 
 
 @dataclass(eq=False)
+class Gather:
+    """A fragment access inside a parallel indexed by something other than its loop variables."""
+
+    parallel: Node
+    fragment: Node
+    indices: list[ir.Value]
+    write: bool
+    op: ir.Operation
+
+
+@dataclass(eq=False)
 class Component:
     nodes: list[Node]
     shape: tuple[int, ...]
@@ -127,8 +146,10 @@ def _error(op, message: str, notes=()):
 
 
 class _Kernel:
-    def __init__(self, kernel: ir.Operation):
+    def __init__(self, kernel: ir.Operation, replicated: frozenset = frozenset()):
         self.kernel = kernel
+        self.replicated = replicated  # ops (fragments, parallels) whose layout must be fully replicated
+        self.gathers: list[Gather] = []
         self.threads = lir.kernel_threads(kernel)
         self.fragments: dict[ir.Value, Node] = {}
         self.parallels: list[Node] = []
@@ -208,8 +229,19 @@ class _Kernel:
         if parallel is None:
             raise _error(op, f"{fragment.label} is accessed inside a T.Parallel whose extents are not "
                          "compile-time constants; fragment loops need constant extents")
+        if not self._plain_indices(fragment, parallel, indices):
+            self.gathers.append(Gather(parallel, fragment, indices, is_store, op))
+            return
         dims = self._index_dims(op, fragment, parallel, indices)
         self.accesses.append(Access(parallel, fragment, dims, is_store, op))
+
+    @staticmethod
+    def _plain_indices(fragment: Node, parallel: Node, indices) -> bool:
+        """Is every effective dim indexed by its own loop variable of `parallel`?"""
+        block = parallel.op.regions[0].blocks[0]
+        args = [index.arg_number for index in (indices[k] for k in fragment.eff)
+                if isinstance(index, ir.BlockArgument) and index.owner == block and index.arg_number in parallel.eff]
+        return len(args) == len(fragment.eff) and len(set(args)) == len(args)
 
     def _index_dims(self, op, fragment: Node, parallel: Node, indices) -> list[int]:
         block = parallel.op.regions[0].blocks[0]
@@ -218,16 +250,10 @@ class _Kernel:
         for k in fragment.eff:
             index = indices[k]
             arg = index if isinstance(index, ir.BlockArgument) and index.owner == block else None
-            if arg is None or arg.arg_number not in eff_of_arg:
-                raise _error(op, f"{fragment.label} is indexed in dim {k} by something other than a "
-                             "T.Parallel loop variable; a fragment element can only be reached through "
-                             "the loop variables of the T.Parallel around it")
             if parallel.shape[arg.arg_number] > fragment.shape[k]:
                 raise _error(op, f"T.Parallel extent {parallel.shape[arg.arg_number]} exceeds dim {k} of "
                              f"{fragment.label} ({fragment.shape[k]})")
             dims.append(eff_of_arg[arg.arg_number])
-        if len(set(dims)) != len(dims):
-            raise _error(op, f"{fragment.label} is indexed by the same loop variable in two dims")
         return dims
 
 
@@ -445,6 +471,7 @@ class _Solver:
             self._fix(node.comp, layout.permuted(_inverse(node.perm)), origin, node)
         self._fix_annotated()
         self._fix_serial()
+        self._fix_replicated()
         while True:
             open_comps = [c for c in self.comps if c.layout is None]
             if not open_comps:
@@ -462,6 +489,15 @@ class _Solver:
             layout = replicated_layout(node.comp.shape, self.kernel.threads)
             self._fix(node.comp, layout, (f"{node.label} is accessed outside T.Parallel, so every thread "
                                           "holds all of it", op), node)
+
+    def _fix_replicated(self) -> None:
+        for gather in self.kernel.gathers:
+            for node in (gather.fragment, gather.parallel):
+                if node.op in self.kernel.replicated:
+                    layout = replicated_layout(node.comp.shape, self.kernel.threads)
+                    why = (f"{gather.fragment.label} is indexed here by an expression the layouts cannot follow, so "
+                           "every thread holds all of it" + (" and runs every point" if gather.write else ""))
+                    self._fix(node.comp, layout, (why, gather.op), node)
 
     def _fix(self, comp: Component, layout: TiledLayout, origin, node: Node) -> None:
         if comp.layout is None:
@@ -574,18 +610,61 @@ def _inverse(perm: list[int]) -> list[int]:
 
 def _write_back(kernel: _Kernel, comps: list[Component]) -> None:
     for node in [*kernel.fragments.values(), *kernel.parallels]:
-        comp_layout = node.comp.layout
-        layout = comp_layout.permuted(node.perm) if node.perm else comp_layout
-        layout = lir.unsqueeze(layout.with_shape(node.eff_shape), node.shape)
-        lir.set_layout(node.op, layout)
+        lir.set_layout(node.op, _node_layout(node))
 
 
 def infer_kernel(kernel_op: ir.Operation) -> None:
-    kernel = _Kernel(kernel_op)
-    comps = _components(kernel)
-    soft = _note_preferences(kernel)
-    _Solver(kernel, comps, soft).solve()
+    replicated: frozenset = frozenset()
+    while True:
+        kernel = _Kernel(kernel_op, replicated)
+        comps = _components(kernel)
+        soft = _note_preferences(kernel)
+        _Solver(kernel, comps, soft).solve()
+        failing = _failing_gathers(kernel, replicated)
+        if not failing:
+            break
+        replicated = replicated | failing
     _write_back(kernel, comps)
+
+
+def _failing_gathers(kernel: _Kernel, replicated: frozenset) -> frozenset:
+    """The fragments (and, for writes, loops) of gathers the solved layouts do not serve, to replicate."""
+    failing = set()
+    for g in kernel.gathers:
+        wanted = {g.fragment.op, g.parallel.op} if g.write else {g.fragment.op}
+        if wanted <= replicated:
+            continue
+        if g.write or not _gather_is_held(g):
+            failing |= wanted
+    return frozenset(failing)
+
+
+def _gather_is_held(g: Gather) -> bool:
+    """Does every thread running a point of the gather's loop hold the fragment element it reads there?"""
+    domain = _node_layout(g.parallel)
+    fragment = _node_layout(g.fragment)
+    points = domain.all_elements()
+    block = g.parallel.op.regions[0].blocks[0]
+    known = {arg: points[:, k] for k, arg in enumerate(block.arguments)}
+    columns = []
+    for k, index in enumerate(g.indices):
+        values = point_values(index, known)
+        if values is None or (values < 0).any() or (values >= fragment.shape[k]).any():
+            return False  # not a function of the loop variables, or partly out of the fragment
+        columns.append(values)
+    flat = np.ravel_multi_index(columns, fragment.shape) if columns else np.zeros(len(points), dtype=np.int64)
+    table = fragment.holders()
+    for replica in range(domain.replicate):
+        thread, _ = domain.locate(points, replica)
+        if not (table[flat] == thread[:, None]).any(axis=1).all():
+            return False
+    return True
+
+
+def _node_layout(node: Node) -> TiledLayout:
+    """`node`'s layout over its own (full-rank) shape, as `_write_back` writes it."""
+    layout = node.comp.layout.permuted(node.perm) if node.perm else node.comp.layout
+    return lir.unsqueeze(layout.with_shape(node.eff_shape), node.shape)
 
 
 @register_pass("infer-layouts", "give every fragment and T.Parallel loop a thread layout")

@@ -26,7 +26,13 @@ kernel:
   pick writers themselves). A loop without static extents (no fragments)
   becomes a thread-strided loop over its linearized space.
 - Fragment accesses outside parallel loops need a fully replicated
-  fragment; they index registers by the layout's local map.
+  fragment; they index registers by the layout's local map. So do
+  *gathers*, accesses inside a parallel indexed by other than its loop
+  variables (`f[63 - i]`): the register slot is computed from the index
+  values; the threads running each point must hold what it reads (checked
+  with the indices evaluated at every point, or given by full
+  replication), and a written gather needs the fragment and the loop fully
+  replicated (every thread keeps its own copy current).
 - `tile.pipelined` -> `scf.for` with `tile.num_stages`.
 - `gpu.barrier` before the first shared-memory access that reads what
   another thread wrote since the last barrier, or writes what another
@@ -52,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.index_values import point_values
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
 from tilemlir.diagnostics import reporting as diag
@@ -192,11 +199,7 @@ class _KernelPartition:
         if fragment.layout.replicate != self.threads:
             raise diag.error(op, f"fragment '{fragment.name}' is accessed outside T.Parallel but is not held "
                                  "by every thread (its layout is not fully replicated)")
-        is_store = op.name == "memref.store"
-        indices = list(op.operands[2:] if is_store else op.operands[1:])
-        b = self.b.before(op).located(op.location)
-        terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
-        _replace_access(b, op, fragment.alloca, b.linear(terms))
+        _replace_by_index(self.b.before(op).located(op.location), op, fragment)
 
     def _keep_mma_gemm(self, op: ir.Operation) -> None:
         a, b, c = list(op.operands)[:3]
@@ -240,6 +243,13 @@ def _function_block(op: ir.Operation) -> ir.Block:
     while func.name != "func.func":
         func = operation(func.parent)
     return func.regions[0].blocks[0]
+
+
+def _replace_by_index(b: Builder, op: ir.Operation, fragment: _Fragment) -> None:
+    """A fragment access whose register slot is computed from its index values by the layout's local map."""
+    indices = list(op.operands[2:] if op.name == "memref.store" else op.operands[1:])
+    terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
+    _replace_access(b, op, fragment.alloca, b.linear(terms))
 
 
 def _replace_access(b: Builder, op: ir.Operation, alloca: ir.Value, register: ir.Value) -> None:
@@ -289,11 +299,39 @@ class _PartitionedLoop:
                 elif isinstance(index, ir.BlockArgument) and index.owner == self.block:
                     dims.append(index.arg_number)
                 else:
-                    raise diag.error(inner, f"fragment '{fragment.name}' must be indexed by the T.Parallel loop "
-                                            "variables")
-            self._check_holders(inner, fragment, dims)
+                    dims = None
+                    break
+            if dims is None or len({d for d in dims if d is not None}) != len([d for d in dims if d is not None]):
+                self._check_gather(inner, fragment, indices)
+                dims = None
+            else:
+                self._check_holders(inner, fragment, dims)
             accesses.append((inner, fragment, dims))
         return accesses
+
+    def _check_gather(self, op, fragment: _Fragment, indices) -> None:
+        """A gather: every runner holds what it reads; a write needs the fragment and the loop replicated."""
+        full = self.part.threads
+        if op.name == "memref.store":
+            if fragment.layout.replicate != full or self.layout.replicate != full:
+                raise diag.error(op, f"fragment '{fragment.name}' is written at an index other than the T.Parallel "
+                                     "loop variables, so the fragment and the loop must be fully replicated")
+            return
+        if fragment.layout.replicate == full:
+            return
+        points = self.layout.all_elements()
+        known = {arg: points[:, k] for k, arg in enumerate(self.block.arguments)}
+        columns = [point_values(index, known) for index in indices]
+        if any(c is None or (c < 0).any() or (c >= n).any() for c, n in zip(columns, fragment.layout.shape)):
+            raise diag.error(op, f"fragment '{fragment.name}' is read at an index that is not a function of the "
+                                 "T.Parallel loop variables alone, but it is not held by every thread")
+        flat = np.ravel_multi_index(columns, fragment.layout.shape) if columns else np.zeros(len(points), np.int64)
+        table = fragment.layout.holders()
+        for replica in range(self.layout.replicate):
+            thread, _ = self.layout.locate(points, replica)
+            if not (table[flat] == thread[:, None]).any(axis=1).all():
+                raise diag.error(op, f"fragment '{fragment.name}' is read by threads that do not hold the element "
+                                     "(its layout disagrees with the layout of this T.Parallel)")
 
     def _check_holders(self, op, fragment: _Fragment, dims) -> None:
         # An accumulating loop's writes are per-thread partials: every holder need not run.
@@ -335,7 +373,9 @@ class _PartitionedLoop:
     def _body(self, b: Builder, accesses) -> None:
         layout = self.layout
         point = [b.linear([(d.stride, self.values[d]) for d in layout.dim_digits(k)]) for k in range(layout.rank)]
-        registers = [(op, fragment, self._register(b, fragment.layout, dims, point)) for op, fragment, dims in accesses]
+        registers = [(op, fragment, self._register(b, fragment.layout, dims, point))
+                     for op, fragment, dims in accesses if dims is not None]
+        gathers = [(op, fragment) for op, fragment, dims in accesses if dims is None]
         writes = list(_writes_to_memory(walk_ops(self.op)))
         primary = None
         if writes and layout.replicate > 1 and ALL_REPLICAS_ATTR not in self.op.attributes:
@@ -349,6 +389,8 @@ class _PartitionedLoop:
             inner.move_before(_ip_op(b))
         for op, fragment, register in registers:
             _replace_access(b.before(op).located(op.location), op, fragment.alloca, register)
+        for op, fragment in gathers:
+            _replace_by_index(b.before(op).located(op.location), op, fragment)
         if primary is not None:
             for inner in writes:
                 _guard(b.before(inner).located(inner.location), inner, primary)

@@ -1,0 +1,169 @@
+"""TileLang's fragment access rules (issue 22 item 6): fragment elements read and written outside
+T.Parallel (compile-time and serial-loop indices), fragments indexed inside T.Parallel by expressions
+of its loop variables (and of other loops' variables), allocation under a compile-time `if`. Each on
+the CPU backend at tile and thread level against float64 numpy, and through NVRTC for sm_90a."""
+
+import numpy as np
+import pytest
+
+import tilemlir
+from frontend_util import load_module
+from tilemlir.testing import relative_error
+
+LEVELS = ("tile", "thread")
+
+
+def run_everywhere(fn, *args) -> list:
+    """The kernel's outputs at tile and at thread level, after an NVRTC compile for sm_90a."""
+    outputs = [tilemlir.compile(fn, target="cpu", level=level)(*args) for level in LEVELS]
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
+    return outputs
+
+
+OUTSIDE_PARALLEL = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 64), T.float32), B: T.Tensor((M, 64), T.float32)):
+    with T.Kernel(M, threads=32) as bx:
+        f = T.alloc_fragment((64,), T.float32)
+        T.copy(A[bx, 0], f)
+        f[3] = f[5] * 2.0 + f[0]            # compile-time indices, outside T.Parallel
+        for k in T.serial(1, 64):           # a running sum along a serial loop's index
+            f[k] = f[k] + f[k - 1]
+        for i in T.Parallel(64):
+            f[i] = f[i] - f[63]
+        T.copy(f, B[bx, 0])
+"""
+
+
+def outside_parallel_reference(a):
+    f = a.astype(np.float64).copy()
+    f[:, 3] = f[:, 5] * 2 + f[:, 0]
+    f = np.cumsum(f, axis=1)
+    return f - f[:, 63:64]
+
+
+def test_fragment_elements_outside_parallel(tmp_path, rng):
+    a = rng.standard_normal((3, 64)).astype(np.float32)
+    for b in run_everywhere(load_module(tmp_path, OUTSIDE_PARALLEL).k, a):
+        assert relative_error(b, outside_parallel_reference(a)) < 1e-6
+
+
+FLOATING_CONDITION = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 128), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 4), threads=64) as bx:
+        x = T.alloc_fragment((4, 128), T.float32)
+        s = T.alloc_fragment((4,), T.float32)
+        T.copy(A[bx * 4, 0], x)
+        T.reduce_sum(x, s, dim=1)
+        for r in T.serial(4):
+            if bx * 4 + r < M:
+                if s[r] > 0:                # a fragment element in a run-time condition
+                    B[bx * 4 + r] = s[r]
+                else:
+                    B[bx * 4 + r] = -2.0 * s[r]
+"""
+
+
+def test_fragment_element_in_a_condition(tmp_path, rng):
+    a = rng.standard_normal((10, 128)).astype(np.float32)
+    s = a.astype(np.float64).sum(1)
+    for b in run_everywhere(load_module(tmp_path, FLOATING_CONDITION).k, a):
+        assert relative_error(b, np.where(s > 0, s, -2 * s)) < 1e-5
+
+
+GATHERS = """
+@tilemlir.jit(out_idx=[-2, -1])
+def k(A: T.Tensor((M, 64), T.float32), B: T.Tensor((M, 64), T.float32), C: T.Tensor((M, 64), T.float32)):
+    with T.Kernel(M, threads=32) as bx:
+        f = T.alloc_fragment((64,), T.float32)
+        h = T.alloc_fragment((32,), T.float32)
+        g = T.alloc_fragment((64,), T.float32)
+        w = T.alloc_fragment((64,), T.float32)
+        T.copy(A[bx, 0], f)
+        T.copy(A[bx, 0:32], h)
+        for i in T.Parallel(64):
+            g[i] = f[63 - i] + h[i // 2] * 2.0 + f[(i + 5) % 64]
+        for i in T.Parallel(64):
+            w[63 - i] = f[i] * 3.0          # a written gather
+        T.copy(g, B[bx, 0])
+        T.copy(w, C[bx, 0])
+"""
+
+
+def test_parallel_indices_are_expressions(tmp_path, rng):
+    a = rng.standard_normal((3, 64)).astype(np.float32)
+    ad = a.astype(np.float64)
+    i = np.arange(64)
+    for b, c in run_everywhere(load_module(tmp_path, GATHERS).k, a):
+        assert relative_error(b, ad[:, 63 - i] + ad[:, i // 2] * 2 + ad[:, (i + 5) % 64]) < 1e-6
+        assert relative_error(c, ad[:, ::-1] * 3) < 1e-6
+
+
+SERIAL_INDEX_IN_PARALLEL = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 16, 8), T.float32), B: T.Tensor((M, 16), T.float32)):
+    with T.Kernel(M, threads=16) as bx:
+        f = T.alloc_fragment((16, 8), T.float32)
+        s = T.alloc_fragment((16,), T.float32)
+        T.copy(A[bx, 0, 0], f)
+        T.clear(s)
+        for k in T.serial(8):
+            for i in T.Parallel(16):
+                s[i] = s[i] + f[i, k] * (k + 1)
+        T.copy(s, B[bx, 0])
+"""
+
+
+def test_parallel_index_by_a_serial_loop_variable(tmp_path, rng):
+    a = rng.standard_normal((2, 16, 8)).astype(np.float32)
+    want = (a.astype(np.float64) * np.arange(1, 9)).sum(2)
+    for b in run_everywhere(load_module(tmp_path, SERIAL_INDEX_IN_PARALLEL).k, a):
+        assert relative_error(b, want) < 1e-6
+
+
+def test_gathers_keep_plain_layouts_where_they_fit(tmp_path, rng):
+    """`f[i - i % 2]` reads an element the thread running `i` holds (4 consecutive elements a thread):
+    no replication is needed, and none is made."""
+    source = """
+    @tilemlir.jit(out_idx=[-1])
+    def k(A: T.Tensor((M, 128), T.float32), B: T.Tensor((M, 128), T.float32)):
+        with T.Kernel(M, threads=32) as bx:
+            f = T.alloc_fragment((128,), T.float32)
+            g = T.alloc_fragment((128,), T.float32)
+            T.copy(A[bx, 0], f)
+            for i in T.Parallel(128):
+                g[i] = f[i] + f[i - i % 2]
+            T.copy(g, B[bx, 0])
+    """
+    fn = load_module(tmp_path, source).k
+    a = rng.standard_normal((2, 128)).astype(np.float32)
+    for b in run_everywhere(fn, a):
+        assert np.array_equal(b, a + a[:, 0::2].repeat(2, axis=1))
+    assert "replicated" not in tilemlir.compile(fn, target="cuda", arch="sm_90a").cuda_source()
+
+
+CONDITIONAL_ALLOCATION = """
+def make(wide):
+    @tilemlir.jit(out_idx=[-1])
+    def k(A: T.Tensor((M, 64), T.float32), B: T.Tensor((M, 64), T.float32)):
+        with T.Kernel(M, threads=32) as bx:
+            if wide:
+                f = T.alloc_fragment((64,), T.float32)
+                T.copy(A[bx, 0], f)
+            else:
+                f = T.alloc_fragment((64,), T.float64)
+                T.copy(A[bx, 0], f)
+                for i in T.Parallel(64):
+                    f[i] = f[i] * 2.0
+            T.copy(f, B[bx, 0])
+    return k
+"""
+
+
+@pytest.mark.parametrize("wide, scale", [(True, 1), (False, 2)])
+def test_allocation_under_a_compile_time_if(tmp_path, rng, wide, scale):
+    a = rng.standard_normal((3, 64)).astype(np.float32)
+    for b in run_everywhere(load_module(tmp_path, CONDITIONAL_ALLOCATION).make(wide), a):
+        assert np.array_equal(b, a * np.float32(scale))
