@@ -724,6 +724,31 @@ def empty(shape, dtype="float32"):
     _kernel_only("T.empty")
 
 
+def _thread_query(name: str, doc: str) -> Callable:
+    def marker(dim: int = 0):
+        _kernel_only(f"T.{name}")
+
+    marker.__name__ = marker.__qualname__ = name
+    marker.__doc__ = doc + " (docs/tilelang.md, \"Thread-level code\")"
+    return _intrinsic(marker)
+
+
+get_thread_binding = _thread_query("get_thread_binding", "The thread's index along `dim` (0: x, 1: y, 2: z) of threads=")
+get_thread_bindings = _thread_query("get_thread_bindings", "[x, y, z] thread indices")
+get_thread_extent = _thread_query("get_thread_extent", "The block's thread count along `dim`, a Python int")
+get_thread_extents = _thread_query("get_thread_extents", "The block's thread counts [x, y, z]")
+get_block_binding = _thread_query("get_block_binding", "The block's index along `dim` of the grid (0 past it)")
+get_block_bindings = _thread_query("get_block_bindings", "The block's indices [x, y, z]")
+get_block_extent = _thread_query("get_block_extent", "The grid's extent along `dim` (1 past it)")
+get_block_extents = _thread_query("get_block_extents", "The grid's extents [x, y, z]")
+
+
+@_intrinsic
+def sync_threads(barrier_id=None, arrive_count=None):
+    """Barrier for every thread of the block (`__syncthreads()`), ending the per-thread code before it."""
+    _kernel_only("T.sync_threads")
+
+
 def cdiv(a, b):
     """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
@@ -752,7 +777,6 @@ class LanguageAttributeError(CompileError, AttributeError):
 _TILELANG_UNSUPPORTED = {
     "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
-    "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
     "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
@@ -779,6 +803,8 @@ _TILELANG_NAMES = [
     "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
     "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
     "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
+    "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
+    "get_block_bindings", "get_block_extent", "get_block_extents", "sync_threads",
 ]
 
 

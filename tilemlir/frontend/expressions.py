@@ -17,6 +17,7 @@ import numpy as np
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
+from tilemlir.frontend.threads import ThreadIndex
 from tilemlir.language import DType, Symbolic
 from tilemlir.mlir import memref
 
@@ -106,6 +107,8 @@ class ExprMixin:
         """A symbolic dim as its run-time index value; anything else unchanged."""
         if isinstance(value, Symbolic):
             return self.symbol_value(value)
+        if isinstance(value, ThreadIndex):
+            return self.thread_index_value(value)
         return value
 
     def operand(self, value: Any, what: str) -> Any:
@@ -127,7 +130,8 @@ class ExprMixin:
         return node.value
 
     def expr_Name(self, node: ast.Name) -> Any:
-        return self.lookup(node.id)
+        value = self.lookup(node.id)
+        return self.thread_index_value(value) if isinstance(value, ThreadIndex) else value
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)

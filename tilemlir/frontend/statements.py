@@ -65,10 +65,6 @@ def assigned_names(statements: list[ast.stmt]) -> list[str]:
 class StmtMixin:
     """Statement handling for `KernelBuilder`."""
 
-    def emit_body(self, statements: list[ast.stmt]) -> None:
-        for stmt in statements:
-            self.emit_stmt(stmt)
-
     def emit_stmt(self, node: ast.stmt) -> None:
         with self.located(node):
             if self.returned:

@@ -117,8 +117,10 @@ class TileLangOpsMixin:
         if scope not in _VAR_SCOPES:
             raise KernelError(f"T.alloc_var: scope {scope!r} is not supported (a variable lives in 'local.var')",
                               args.node_of("scope"))
-        self.require_tile_level("T.alloc_var")
-        if self.scope is not self.kernel.scope:
+        per_thread = self.in_thread_code_top()
+        if not per_thread:
+            self.require_tile_level("T.alloc_var")
+        if self.scope is not self.kernel.scope and not per_thread:
             raise KernelError("T.alloc_var: allocate variables at the top level of the T.Kernel block, not inside a "
                               "loop or `if`")
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))

@@ -48,8 +48,10 @@ class TileOpsMixin:
 
     def allocate(self, node: ast.Call, space: str, build) -> Buffer:
         what = f"T.alloc_{space}"
-        self.require_tile_level(what)
-        if self.scope is not self.kernel.scope:
+        per_thread = space == "local" and self.in_thread_code_top()
+        if not per_thread:
+            self.require_tile_level(what)
+        if self.scope is not self.kernel.scope and not per_thread:
             raise KernelError(
                 f"{what}: allocate buffers at the top level of the T.Kernel block, not inside a loop or `if`"
             )

@@ -68,7 +68,7 @@ class Region:
 class Scope:
     """A block of kernel code whose names die with it: the function, the kernel, a run-time loop or if branch."""
 
-    kind: str  # "function", "kernel", "parallel", "serial", "pipelined", "if", "else"
+    kind: str  # "function", "kernel", "parallel", "serial", "pipelined", "if", "else", "thread"
     node: ast.AST
     depth: int
     parent: "Scope | None" = None
@@ -83,6 +83,7 @@ class Scope:
             "pipelined": "the T.Pipelined loop",
             "if": "the `if` branch",
             "else": "the `else` branch",
+            "thread": "the thread code starting",
         }[self.kind]
         return f"{what} at line {line}"
 
@@ -113,6 +114,9 @@ class KernelState:
     scope: Scope
     threads: int
     grid: list = field(default_factory=list)
+    thread_extents: tuple = (1, 1, 1)  # threads= as (x, y, z); `threads` is their product
+    block_indices: list = field(default_factory=list)
+    wants_threads: bool = False  # the kernel asked for a thread index (frontend/threads.py)
 
 
 def format_shape(shape) -> str:

@@ -16,7 +16,9 @@ How layouts are found:
   take the mma.sync fragment layouts (`analysis/mma_layouts.py`), the gemm
   named in conflict messages; `tile.annotated_layout` (T.annotate_layout) on an
   allocation, and full replication for fragments read or written outside
-  any parallel loop (every thread runs that code).
+  any parallel loop (every thread runs that code). A `tile.thread_loop`
+  parallel (thread code, frontend/threads.py: one point per thread of the
+  block) runs point t on thread t.
 - Gathers: an access inside a parallel whose indices are not plain loop
   variables (`f[63 - i]`, `f[j // 2]`, `f[i, k]` with `k` a serial loop's
   variable) links nothing. When the layouts found without it let every
@@ -49,6 +51,7 @@ import numpy as np
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.index_values import point_values
 from tilemlir.analysis.layouts import (
+    Digit,
     LayoutError,
     TiledLayout,
     replicated_layout,
@@ -64,6 +67,7 @@ from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, wa
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 
+THREAD_LOOP_ATTR = "tile.thread_loop"  # frontend/threads.py sets it on thread code's tile.parallel
 RESOLUTION = (
     "copy the fragment through shared memory (T.copy into a T.alloc_shared buffer, then read that), "
     "or fix the layouts with T.annotate_layout"
@@ -470,6 +474,7 @@ class _Solver:
         for node, layout, origin in self.kernel.mma_fixed:
             self._fix(node.comp, layout.permuted(_inverse(node.perm)), origin, node)
         self._fix_annotated()
+        self._fix_thread_loops()
         self._fix_serial()
         self._fix_replicated()
         while True:
@@ -489,6 +494,15 @@ class _Solver:
             layout = replicated_layout(node.comp.shape, self.kernel.threads)
             self._fix(node.comp, layout, (f"{node.label} is accessed outside T.Parallel, so every thread "
                                           "holds all of it", op), node)
+
+    def _fix_thread_loops(self) -> None:
+        for node in self.kernel.parallels:
+            if THREAD_LOOP_ATTR in node.op.attributes:
+                layout = thread_identity_layout(node.comp.shape, self.kernel.threads)
+                if layout is None:
+                    raise _error(node.op, f"a per-thread loop must run one point on each of the {self.kernel.threads} "
+                                 f"threads, but it has {math.prod(node.shape)} points")
+                self._fix(node.comp, layout, ("it is per-thread code: point t runs on thread t", node.op), node)
 
     def _fix_replicated(self) -> None:
         for gather in self.kernel.gathers:
@@ -625,6 +639,13 @@ def infer_kernel(kernel_op: ir.Operation) -> None:
             break
         replicated = replicated | failing
     _write_back(kernel, comps)
+
+
+def thread_identity_layout(shape: tuple[int, ...], threads: int) -> TiledLayout | None:
+    """Point t of a one-dim loop over the block's threads on thread t (None for any other shape)."""
+    if shape != (threads,):
+        return replicated_layout((), threads) if threads == 1 and not shape else None
+    return TiledLayout(shape, threads, (Digit(0, 1, threads, thread=1),))
 
 
 def _failing_gathers(kernel: _Kernel, replicated: frozenset) -> frozenset:

@@ -1,0 +1,289 @@
+"""Thread-level code inside a kernel: TileLang's `T.get_thread_binding()`, `T.sync_threads()`, 2-D/3-D
+`threads=`, per-thread `T.alloc_local` buffers and scalars.
+
+In TileLang every statement outside a tile operation runs on every thread of the block. Here a run of
+kernel statements that use a thread index (a name bound by `T.get_thread_binding`) becomes *thread
+code*: one `tile.parallel` over the block's threads marked `tile.thread_loop`, whose point `t` is
+thread `t` (infer-layouts gives it the identity layout, so at thread level point `t` runs on thread
+`t`; at tile level the points run in order). A run starts at the first such statement and ends at
+`T.sync_threads()`, at a tile operation (`T.copy`, `T.fill`, `T.reduce_*`, `T.gemm`, allocations of
+shared or fragment buffers, `T.Parallel` and `T.Pipelined` loops) and at the end of the enclosing
+block; values and `T.alloc_local` buffers made in a run end with it. In a kernel that asks for thread
+indices, a `T.alloc_local` / `T.alloc_var` starts thread code too (each thread has its own).
+
+With `threads=(X, Y, Z)` the block has X * Y * Z threads; thread `t` has indices
+`(t % X, t // X % Y, t // (X * Y))`, x fastest, as CUDA numbers them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from tilemlir.dialects import tile
+from tilemlir.frontend import scalars
+from tilemlir.frontend.source import KernelError
+from tilemlir.frontend.types import INDEX
+from tilemlir.frontend.values import Scalar
+from tilemlir.mlir import ir
+
+from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
+_THREAD_QUERIES = ("get_thread_binding", "get_thread_bindings", "get_block_binding", "get_block_bindings",
+                   "get_thread_extent", "get_thread_extents", "get_block_extent", "get_block_extents")
+# Statements that end thread code: they act on whole tiles or on the whole block.
+_TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
+               "gemm", "alloc_shared", "alloc_fragment", "annotate_layout", "assume", "sync_threads", "Parallel",
+               "Pipelined"}
+_BINDINGS = {"get_thread_binding", "get_thread_bindings"}
+_HOISTED = {"alloc_shared", "alloc_fragment", *_BINDINGS}
+_PER_THREAD_ALLOCATIONS = {"alloc_local", "alloc_var"}
+
+
+@dataclass(frozen=True)
+class ThreadIndex:
+    """`T.get_thread_binding(dim)`: the thread's index along dim 0 (x), 1 (y) or 2 (z) of `threads=`."""
+
+    dim: int
+
+    def __repr__(self) -> str:
+        return f"T.get_thread_binding({self.dim})"
+
+
+@dataclass
+class _ThreadCode:
+    op: Any
+    thread: ir.Value  # the loop's point: the linear thread id
+    depth: int  # the emit_body nesting it was opened at
+    node: ast.AST
+    exits: ExitStack
+
+
+class ThreadsMixin:
+    """Thread code for `KernelBuilder` (see the module docstring)."""
+
+    thread_code: _ThreadCode | None = None
+    body_depth = 0
+
+    # ------------------------------------------------------------------ T.Kernel(threads=...)
+
+    def kernel_thread_extents(self, args) -> list[int]:
+        """`threads=` as (x, y, z) extents: an int, or a tuple or list of 1 to 3 ints."""
+        value = self.arg(args, "threads")
+        node = args.node_of("threads")
+        if not isinstance(value, (tuple, list)):
+            value = self.compile_time_arg(args, "threads", int, "a compile-time integer (a Python int)")
+        extents = list(value) if isinstance(value, (tuple, list)) else [value]
+        if not 1 <= len(extents) <= 3 or any(isinstance(e, bool) or not isinstance(e, int) for e in extents):
+            raise KernelError(f"T.Kernel: 'threads' must be a compile-time int or a tuple of 1 to 3 ints, got "
+                              f"{value!r}", node)
+        if any(e < 1 for e in extents) or not 1 <= math.prod(extents) <= tile.MAX_THREADS:
+            got = value if isinstance(value, int) else f"{tuple(value)!r} ({math.prod(extents)} in all)"
+            raise KernelError(f"threads must be in 1..{tile.MAX_THREADS}, got {got}", node)
+        return extents + [1] * (3 - len(extents))
+
+    # ------------------------------------------------------------------ statements
+
+    def emit_body(self, statements: list[ast.stmt]) -> None:
+        self.body_depth += 1
+        try:
+            for stmt in statements:
+                if self.hoists(stmt):
+                    with self.outside_thread_code():
+                        self.emit_stmt(stmt)
+                    continue
+                self.place_statement(stmt)
+                self.emit_stmt(stmt)
+            self.end_thread_code(self.body_depth)
+        finally:
+            self.body_depth -= 1
+
+    def place_statement(self, stmt: ast.stmt) -> None:
+        """Open thread code for a statement that needs it; end it before one that acts on the block."""
+        if self.kernel is None or not self.kernel.scope.active or self.in_scope("parallel") is not None:
+            return
+        code = self.thread_code
+        if code is not None and code.depth != self.body_depth:
+            return  # inside a statement of the thread code
+        tile_level = self.uses_intrinsics(stmt, _TILE_LEVEL) or self.binds_thread_indices(stmt)
+        if code is not None:
+            if tile_level:
+                self.end_thread_code(self.body_depth)
+            return
+        if not tile_level and self.needs_threads(stmt):
+            self.begin_thread_code(stmt)
+
+    def hoists(self, stmt: ast.stmt) -> bool:
+        """A shared or fragment allocation, or `tx = T.get_thread_binding()`, at the top of open thread code:
+        emitted before it, its name bound beside it, so the thread code goes on."""
+        code = self.thread_code
+        if code is None or code.depth != self.body_depth or not isinstance(stmt, ast.Assign):
+            return False
+        value = stmt.value
+        return isinstance(value, ast.Call) and self.intrinsic_name(value.func) in _HOISTED
+
+    @contextmanager
+    def outside_thread_code(self):
+        code, scope = self.thread_code, self.scope
+        self.thread_code, self.scope = None, scope.parent
+        try:
+            with ir.InsertionPoint(code.op):
+                yield
+        finally:
+            self.thread_code, self.scope = code, scope
+
+    def binds_thread_indices(self, stmt: ast.stmt) -> bool:
+        """`tx = T.get_thread_binding()`: bound where the kernel's names live, outside any thread code."""
+        value = getattr(stmt, "value", None)
+        return isinstance(value, ast.Call) and self.intrinsic_name(value.func) in _BINDINGS
+
+    def in_thread_code_top(self) -> bool:
+        """Is the statement being emitted at the top of thread code opened at the kernel's top level?"""
+        return self.scope.kind == "thread" and self.scope.parent is self.kernel.scope
+
+    def needs_threads(self, stmt: ast.stmt) -> bool:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name):
+                binding = self.env.get(node.id)
+                if binding is not None and _holds_thread_index(binding.value):
+                    return True
+        return self.kernel.wants_threads and self.uses_intrinsics(stmt, _PER_THREAD_ALLOCATIONS)
+
+    def uses_intrinsics(self, stmt: ast.stmt, names) -> bool:
+        for node in ast.walk(stmt):
+            target = node.func if isinstance(node, ast.Call) else node.iter if isinstance(node, ast.For) else None
+            if isinstance(target, ast.Call):
+                target = target.func
+            if target is not None and self.intrinsic_name(target) in names:
+                return True
+        return False
+
+    def intrinsic_name(self, node: ast.expr) -> str | None:
+        if not isinstance(node, (ast.Name, ast.Attribute)):
+            return None
+        try:
+            value = self.peek(node)
+        except Exception:  # noqa: BLE001 - not resolvable without effects: not an intrinsic
+            return None
+        return getattr(value, "__tilemlir_intrinsic__", None)
+
+    def peek(self, node: ast.expr) -> Any:
+        """The value of a name or an attribute chain, without emitting anything."""
+        if isinstance(node, ast.Name):
+            binding = self.env.get(node.id)
+            return binding.value if binding is not None else self.source.resolve_free(node.id)
+        return getattr(self.peek(node.value), node.attr)
+
+    def begin_thread_code(self, stmt: ast.stmt) -> None:
+        exits = ExitStack()
+        with self.located(stmt):
+            op = tile.parallel([scalars.constant(self.kernel.threads, INDEX).value])
+        op.attributes[THREAD_LOOP_ATTR] = ir.UnitAttr.get()
+        block = tile.body_block(op)
+        exits.enter_context(ir.InsertionPoint(block))
+        exits.enter_context(self.scoped("thread", stmt))
+        self.thread_code = _ThreadCode(op, block.arguments[0], self.body_depth, stmt, exits)
+
+    def end_thread_code(self, depth: int) -> None:
+        code = self.thread_code
+        if code is None or code.depth != depth:
+            return
+        with self.located(code.node):
+            tile.yield_()
+        self.thread_code = None
+        code.exits.close()
+
+    # ------------------------------------------------------------------ intrinsics
+
+    def intrinsic_get_thread_binding(self, node: ast.Call) -> ThreadIndex:
+        args = self.bind_call("T.get_thread_binding", node, ["dim"], defaults={"dim": 0})
+        self.require_kernel("T.get_thread_binding")
+        self.kernel.wants_threads = True
+        return ThreadIndex(self.query_dim(args))
+
+    def intrinsic_get_thread_bindings(self, node: ast.Call) -> list:
+        self.bind_call("T.get_thread_bindings", node, [])
+        self.require_kernel("T.get_thread_bindings")
+        self.kernel.wants_threads = True
+        return [ThreadIndex(d) for d in range(3)]
+
+    def intrinsic_get_thread_extent(self, node: ast.Call) -> int:
+        args = self.bind_call("T.get_thread_extent", node, ["dim"], defaults={"dim": 0})
+        self.require_kernel("T.get_thread_extent")
+        return self.kernel.thread_extents[self.query_dim(args)]
+
+    def intrinsic_get_thread_extents(self, node: ast.Call) -> list:
+        self.bind_call("T.get_thread_extents", node, [])
+        self.require_kernel("T.get_thread_extents")
+        return list(self.kernel.thread_extents)
+
+    def intrinsic_get_block_binding(self, node: ast.Call) -> Any:
+        args = self.bind_call("T.get_block_binding", node, ["dim"], defaults={"dim": 0})
+        self.require_kernel("T.get_block_binding")
+        return self.block_dim_value(self.query_dim(args), self.kernel.block_indices, args.node_of("dim"))
+
+    def intrinsic_get_block_bindings(self, node: ast.Call) -> list:
+        self.bind_call("T.get_block_bindings", node, [])
+        self.require_kernel("T.get_block_bindings")
+        return [self.block_dim_value(d, self.kernel.block_indices, node) for d in range(3)]
+
+    def intrinsic_get_block_extent(self, node: ast.Call) -> Any:
+        args = self.bind_call("T.get_block_extent", node, ["dim"], defaults={"dim": 0})
+        self.require_kernel("T.get_block_extent")
+        return self.block_dim_value(self.query_dim(args), self.kernel.grid, args.node_of("dim"), missing=1)
+
+    def intrinsic_get_block_extents(self, node: ast.Call) -> list:
+        self.bind_call("T.get_block_extents", node, [])
+        self.require_kernel("T.get_block_extents")
+        return [self.block_dim_value(d, self.kernel.grid, node, missing=1) for d in range(3)]
+
+    def query_dim(self, args) -> int:
+        dim = self.compile_time_arg(args, "dim", int, "0, 1 or 2")
+        if dim not in (0, 1, 2):
+            raise KernelError(f"{args.what}: dim must be 0, 1 or 2, got {dim}", args.node_of("dim"))
+        return dim
+
+    @staticmethod
+    def block_dim_value(dim: int, values: list, node: ast.AST, missing: int = 0) -> Any:
+        """Grid dim `dim`'s value; a dim the grid does not have is `missing` (index 0, extent 1), as in CUDA."""
+        return values[dim] if dim < len(values) else missing
+
+    def intrinsic_sync_threads(self, node: ast.Call) -> None:
+        args = self.bind_call("T.sync_threads", node, ["barrier_id", "arrive_count"],
+                              defaults={"barrier_id": None, "arrive_count": None})
+        for name in ("barrier_id", "arrive_count"):
+            if self.arg(args, name) is not None:
+                raise KernelError(f"T.sync_threads: {name}= (named barriers) is not supported: it synchronizes the "
+                                  "whole block", args.node_of(name))
+        self.require_tile_level("T.sync_threads")
+        ir.Operation.create("gpu.barrier")
+
+    # ------------------------------------------------------------------ values
+
+    def thread_index_value(self, index: ThreadIndex) -> Scalar:
+        """The index's value in the thread code being emitted (a located error outside it)."""
+        code = self.thread_code
+        if code is None:
+            raise KernelError(
+                f"{index!r} is used outside thread code: a thread index has a value only in the statements of the "
+                "T.Kernel block that run per thread, not inside T.Parallel or T.Pipelined headers, nor in a "
+                "condition or loop that holds T.sync_threads() or a tile operation (every thread must reach "
+                "those the same way)")
+        x, y, _ = self.kernel.thread_extents
+        t = Scalar(code.thread, INDEX)
+        parts = {0: (1, x), 1: (x, y), 2: (x * y, None)}
+        stride, size = parts[index.dim]
+        value = t if stride == 1 else scalars.binary("//", t, stride)
+        if size is not None and size != self.kernel.threads // stride:
+            value = scalars.binary("%", value, size)
+        return value
+
+
+def _holds_thread_index(value: Any) -> bool:
+    if isinstance(value, ThreadIndex):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_thread_index(v) for v in value)
+    return False
