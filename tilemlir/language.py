@@ -165,6 +165,15 @@ class Symbolic:
     def __repr__(self) -> str:
         return f"T.symbolic({self.name!r})"
 
+    def _arithmetic(self, *_):
+        raise DeclarationError(
+            f"arithmetic on dims is not supported (here on the symbolic dim '{self.name}'): a tensor dim is an int "
+            "or a T.symbolic dim; declare the other dim as its own T.symbolic and state how they relate with "
+            "T.assume in the kernel (docs/tilelang.md)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
+    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _arithmetic
+
 
 def symbolic(name: str) -> Symbolic:
     """A dynamic dimension named `name`, bound at call time from the tensors that use it."""

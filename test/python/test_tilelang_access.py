@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tilemlir
-from frontend_util import load_module
+from frontend_util import load_module, marked
+from tilemlir.diagnostics import CompileError
 from tilemlir.testing import relative_error
 
 LEVELS = ("tile", "thread")
@@ -167,3 +168,16 @@ def test_allocation_under_a_compile_time_if(tmp_path, rng, wide, scale):
     a = rng.standard_normal((3, 64)).astype(np.float32)
     for b in run_everywhere(load_module(tmp_path, CONDITIONAL_ALLOCATION).make(wide), a):
         assert np.array_equal(b, a * np.float32(scale))
+
+
+def test_arithmetic_on_symbolic_dims_is_a_located_error(tmp_path):
+    clean, line, col = marked("""
+    @tilemlir.jit
+    def k(A: T.Tensor((@@M * 2,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            pass
+    """)
+    with pytest.raises(CompileError) as info:
+        load_module(tmp_path, clean)
+    assert "arithmetic on dims is not supported (here on the symbolic dim 'M')" in str(info.value)
+    assert (info.value.location.line, info.value.location.col) == (line, col)
