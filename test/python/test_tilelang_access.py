@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tilemlir
-from frontend_util import load_module, marked
+from frontend_util import frontend_error, load_module, marked, message
 from tilemlir.diagnostics import CompileError
 from tilemlir.testing import relative_error
 
@@ -181,3 +181,20 @@ def test_arithmetic_on_symbolic_dims_is_a_located_error(tmp_path):
         load_module(tmp_path, clean)
     assert "arithmetic on dims is not supported (here on the symbolic dim 'M')" in str(info.value)
     assert (info.value.location.line, info.value.location.col) == (line, col)
+
+
+@pytest.mark.parametrize("call, feature", [
+    ("T.reshape(f, (8, 8))", "T.reshape (TileLang's buffer reshapes)"),
+    ("T.view(f, (8, 8))", "T.view (TileLang's buffer views)"),
+    ("T.Fragment((64,), forward_thread_fn=None)", "T.Fragment (TileLang's explicit fragment layouts)"),
+    ("T.alloc_reducer((64,), T.float32)", "T.alloc_reducer (TileLang's reducer buffers)"),
+])
+def test_item5_leftovers_are_located_errors(tmp_path, call, feature):
+    err = frontend_error(tmp_path, f"""
+    @tilemlir.jit
+    def k(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            f = T.alloc_fragment((64,), T.float32)
+            g = @@{call}
+    """)
+    assert message(err) == f"{feature} is not supported by tilemlir (docs/tilelang.md lists what is)"
