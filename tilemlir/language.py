@@ -165,14 +165,81 @@ class Symbolic:
     def __repr__(self) -> str:
         return f"T.symbolic({self.name!r})"
 
-    def _arithmetic(self, *_):
-        raise DeclarationError(
-            f"arithmetic on dims is not supported (here on the symbolic dim '{self.name}'): a tensor dim is an int "
-            "or a T.symbolic dim; declare the other dim as its own T.symbolic and state how they relate with "
-            "T.assume in the kernel (docs/tilelang.md)")
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arithmetic
-    __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __mod__ = __rmod__ = _arithmetic
+
+class _DimArithmetic:
+    """`+ - * // %` on symbolic dims and ints make a `DimExpr` (TileLang's PrimExpr arithmetic in factories)."""
+
+    def __add__(self, other):
+        return DimExpr.make("+", self, other)
+
+    def __radd__(self, other):
+        return DimExpr.make("+", other, self)
+
+    def __sub__(self, other):
+        return DimExpr.make("-", self, other)
+
+    def __rsub__(self, other):
+        return DimExpr.make("-", other, self)
+
+    def __mul__(self, other):
+        return DimExpr.make("*", self, other)
+
+    def __rmul__(self, other):
+        return DimExpr.make("*", other, self)
+
+    def __floordiv__(self, other):
+        return DimExpr.make("//", self, other)
+
+    def __rfloordiv__(self, other):
+        return DimExpr.make("//", other, self)
+
+    def __mod__(self, other):
+        return DimExpr.make("%", self, other)
+
+    def __rmod__(self, other):
+        return DimExpr.make("%", other, self)
+
+    def __truediv__(self, other):
+        raise DeclarationError(f"'/' on dims is not supported: dims are integers, use '//' or T.ceildiv "
+                               f"({self!r} / {other!r})")
+
+    __rtruediv__ = __truediv__
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+            "__mod__", "__rmod__", "__truediv__", "__rtruediv__"):
+    setattr(Symbolic, _op, getattr(_DimArithmetic, _op))
+
+
+@dataclass(frozen=True, eq=False)
+class DimExpr(_DimArithmetic):
+    """Integer arithmetic on symbolic dims written in Python code (a factory, host code): `M * N`,
+    `T.ceildiv(M, 128)`. Kernel code computes it at run time from the dims' values (a grid size, a loop
+    bound, an index); a tensor shape cannot hold one (docs/tilelang.md). `op` is one of `+ - * // %` or
+    "ceildiv"; operands are ints, `T.symbolic` dims and DimExprs."""
+
+    op: str
+    left: Any
+    right: Any
+
+    @staticmethod
+    def make(op: str, left, right) -> "DimExpr":
+        for value in (left, right):
+            if not isinstance(value, (Symbolic, DimExpr)) and (isinstance(value, _PyBool)
+                                                               or not isinstance(value, numbers.Integral)):
+                raise DeclarationError(f"'{op}' on a dim needs an int or another dim, got {value!r}")
+        return DimExpr(op, left if not isinstance(left, numbers.Integral) else _PyInt(left),
+                       right if not isinstance(right, numbers.Integral) else _PyInt(right))
+
+    def __repr__(self) -> str:
+        if self.op == "ceildiv":
+            return f"T.ceildiv({self.left!r}, {self.right!r})"
+        return f"({_dim_text(self.left)} {self.op} {_dim_text(self.right)})"
+
+
+def _dim_text(value) -> str:
+    return value.name if isinstance(value, Symbolic) else repr(value)
 
 
 def symbolic(name: str) -> Symbolic:
@@ -257,6 +324,11 @@ def _dim(dim):
     """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
     if isinstance(dim, Symbolic):
         return dim
+    if isinstance(dim, DimExpr):
+        raise DeclarationError(
+            f"arithmetic on dims is not supported in a tensor shape ({dim!r}): a tensor dim is an int or a "
+            "T.symbolic dim; declare that dim as its own T.symbolic and state how they relate with T.assume in the "
+            "kernel (docs/tilelang.md)")
     if not isinstance(dim, _PyBool) and isinstance(dim, numbers.Integral):
         return _PyInt(dim)
     raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
@@ -557,6 +629,8 @@ def ceildiv(a, b):
     """ceil(a / b) for integers; on Python ints it computes right away."""
     if isinstance(a, _PyInt) and isinstance(b, _PyInt):
         return -(-a // b)
+    if isinstance(a, (Symbolic, DimExpr)) or isinstance(b, (Symbolic, DimExpr)):
+        return DimExpr.make("ceildiv", a, b)
     _kernel_only("T.ceildiv on non-integers")
 
 
@@ -759,7 +833,9 @@ def sync_threads(barrier_id=None, arrive_count=None):
 
 
 def cdiv(a, b):
-    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
+    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories); of dims, a DimExpr."""
+    if any(isinstance(v, (Symbolic, DimExpr)) for v in (a, b)):
+        return DimExpr.make("ceildiv", a, b)
     if not all(isinstance(v, numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
         raise TypeError(f"cdiv takes two ints, got {a!r} and {b!r}")
     return -(-a // b)
@@ -819,7 +895,7 @@ _TILELANG_NAMES = [
 
 __all__ = [
     *DTYPES,
-    "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
+    "DType", "DTYPES", "dtype", "Symbolic", "DimExpr", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",

@@ -170,16 +170,48 @@ def test_allocation_under_a_compile_time_if(tmp_path, rng, wide, scale):
         assert np.array_equal(b, a * np.float32(scale))
 
 
-def test_arithmetic_on_symbolic_dims_is_a_located_error(tmp_path):
-    clean, line, col = marked("""
+DIM_ARITHMETIC = """
+def make(block):
+    M = T.symbolic("M")
+    N = T.symbolic("N")
+    total = M * N                      # arithmetic on dynamic dims in the factory
+    blocks = tilemlir.cdiv(total, block)
+    last = total - 1
+
+    @tilemlir.jit(out_idx=[-1])
+    def k(A: T.Tensor((M, N), T.float32), B: T.Tensor((M, N), T.float32)):
+        with T.Kernel(blocks, threads=block) as bx:
+            for i in T.Parallel(block):
+                g = bx * block + i
+                if g <= last:
+                    B[g // N, g % N] = A[(last - g) // N, (last - g) % N] + T.cast(T.ceildiv(M, 2) + N % 3, T.float32)
+    return k
+"""
+
+
+def test_arithmetic_on_dynamic_dims_in_the_factory(tmp_path, rng):
+    fn = load_module(tmp_path, DIM_ARITHMETIC).make(64)
+    a = rng.standard_normal((7, 31)).astype(np.float32)
+    want = a.ravel()[::-1].reshape(7, 31) + np.float32(4 + 1)
+    for b in run_everywhere(fn, a):
+        assert np.array_equal(b, want)
+    assert fn.frontend().info.grid == ("(-(-(M * N) // 64))",)
+
+
+@pytest.mark.parametrize("annotation, words", [
+    ("@@T.Tensor((M * 2,), T.float32)", "arithmetic on dims is not supported in a tensor shape ((M * 2))"),
+    ("T.Tensor((@@M / 2,), T.float32)", "'/' on dims is not supported: dims are integers, use '//' or T.ceildiv"),
+])
+def test_arithmetic_on_dims_in_a_shape_is_a_located_error(tmp_path, annotation, words):
+    clean, line, col = marked(f"""
     @tilemlir.jit
-    def k(A: T.Tensor((@@M * 2,), T.float32)):
+    def k(A: {annotation}):
         with T.Kernel(1, threads=32) as bx:
             pass
     """)
     with pytest.raises(CompileError) as info:
         load_module(tmp_path, clean)
-    assert "arithmetic on dims is not supported (here on the symbolic dim 'M')" in str(info.value)
+    assert words in str(info.value)
     assert (info.value.location.line, info.value.location.col) == (line, col)
 
 

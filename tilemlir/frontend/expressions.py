@@ -18,7 +18,7 @@ from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
 from tilemlir.frontend.threads import ThreadIndex
-from tilemlir.language import DType, Symbolic
+from tilemlir.language import DimExpr, DType, Symbolic
 from tilemlir.mlir import memref
 
 _BINARY = {
@@ -88,7 +88,7 @@ def plain_number(value: Any) -> Any:
 
 def is_dynamic(value: Any) -> bool:
     """Whether `value` must be computed at run time (a Scalar, a Buffer, or a symbolic dim)."""
-    return is_runtime(value) or isinstance(value, Symbolic)
+    return is_runtime(value) or isinstance(value, (Symbolic, DimExpr))
 
 
 class ExprMixin:
@@ -107,9 +107,19 @@ class ExprMixin:
         """A symbolic dim as its run-time index value; anything else unchanged."""
         if isinstance(value, Symbolic):
             return self.symbol_value(value)
+        if isinstance(value, DimExpr):
+            return self.dim_expr_value(value)
         if isinstance(value, ThreadIndex):
             return self.thread_index_value(value)
         return value
+
+    def dim_expr_value(self, expr: DimExpr) -> Scalar:
+        """A factory's arithmetic on dims, computed from the dims' run-time values."""
+        left, right = (self.materialize(v) for v in (expr.left, expr.right))
+        if expr.op == "ceildiv":
+            return scalars.ceildiv(left, right)
+        return scalars.binary(expr.op, scalars.to_index(left) if isinstance(left, Scalar) else left,
+                              scalars.to_index(right) if isinstance(right, Scalar) else right)
 
     def operand(self, value: Any, what: str) -> Any:
         """A value usable in element arithmetic: a Scalar or a Python number."""

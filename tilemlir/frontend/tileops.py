@@ -81,6 +81,9 @@ class TileOpsMixin:
                     "symbolic dim in tiles",
                     node,
                 )
+            if isinstance(dim, T.DimExpr):
+                raise KernelError(f"{what}: {dim!r} depends on symbolic dims, but on-chip buffers need a constant "
+                                  "shape", node)
             if isinstance(dim, Scalar):
                 raise KernelError(
                     f"{what}: a run-time value is used where a compile-time constant is required; on-chip buffers "
