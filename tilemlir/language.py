@@ -827,6 +827,30 @@ get_block_extents = _thread_query("get_block_extents", "The grid's extents [x, y
 
 
 @_intrinsic
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """TileLang's reducer: a deferred "sum" / "max" / "min" over contributions (docs/tilelang.md, "Reducers")."""
+    _kernel_only("T.alloc_reducer")
+
+
+@_intrinsic
+def reducer_init(reducer, init=None):
+    """Open a reducer's epoch; `init` (the op's identity without one) is combined once per element."""
+    _kernel_only("T.reducer_init")
+
+
+@_intrinsic
+def reducer_update(target, value):
+    """`T.reducer_update(acc[indices], value)`: contribute `value` to one element, exactly once per point."""
+    _kernel_only("T.reducer_update")
+
+
+@_intrinsic
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Close a reducer's epoch: its results go into the fragment `dst`."""
+    _kernel_only("T.finalize_reducer")
+
+
+@_intrinsic
 def sync_threads(barrier_id=None, arrive_count=None):
     """Barrier for every thread of the block (`__syncthreads()`), ending the per-thread code before it."""
     _kernel_only("T.sync_threads")
@@ -860,7 +884,6 @@ class LanguageAttributeError(CompileError, AttributeError):
 
 # TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
 _TILELANG_UNSUPPORTED = {
-    "alloc_reducer": "reducer buffers",
     "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
     "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
@@ -890,6 +913,7 @@ _TILELANG_NAMES = [
     "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "sync_threads",
+    "alloc_reducer", "reducer_init", "reducer_update", "finalize_reducer",
 ]
 
 

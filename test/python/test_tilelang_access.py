@@ -219,9 +219,8 @@ def test_arithmetic_on_dims_in_a_shape_is_a_located_error(tmp_path, annotation, 
     ("T.reshape(f, (8, 8))", "T.reshape (TileLang's buffer reshapes)"),
     ("T.view(f, (8, 8))", "T.view (TileLang's buffer views)"),
     ("T.Fragment((64,), forward_thread_fn=None)", "T.Fragment (TileLang's explicit fragment layouts)"),
-    ("T.alloc_reducer((64,), T.float32)", "T.alloc_reducer (TileLang's reducer buffers)"),
 ])
-def test_item5_leftovers_are_located_errors(tmp_path, call, feature):
+def test_buffer_views_and_layout_objects_are_located_errors(tmp_path, call, feature):
     err = frontend_error(tmp_path, f"""
     @tilemlir.jit
     def k(A: T.Tensor((64,), T.float32)):

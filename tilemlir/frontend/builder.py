@@ -24,6 +24,7 @@ from tilemlir.frontend.eager import EagerMixin
 from tilemlir.frontend.expressions import ExprMixin
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.frontend.macros import MacroMixin
+from tilemlir.frontend.reducers import ReducersMixin
 from tilemlir.frontend.signature import SignatureMixin
 from tilemlir.frontend.source import KernelError, KernelSource, is_unbound
 from tilemlir.frontend.statements import StmtMixin
@@ -49,7 +50,7 @@ _SCOPE_HINTS = {
 
 
 class KernelBuilder(ThreadsMixin, ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
-                    EagerMixin, SignatureMixin):
+                    ReducersMixin, EagerMixin, SignatureMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context, eager=None):

@@ -212,6 +212,7 @@ class ControlMixin:
             with ir.InsertionPoint(block):
                 self.emit_body(node.body)
                 tile.yield_()
+        self.finish_reducer_updates(op.operation)
 
     def parallel_names(self, target: ast.expr, count: int) -> list[str]:
         nodes = self.target_nodes(target)

@@ -320,6 +320,8 @@ class ExprMixin:
         key = self.compile_time_key(node.slice)
         try:
             return base[key]
+        except KernelError:
+            raise
         except Exception as exc:
             raise KernelError(f"compile-time indexing failed: {type(exc).__name__}: {exc}") from None
 

@@ -34,7 +34,7 @@ from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
 _THREAD_QUERIES = ("get_thread_binding", "get_thread_bindings", "get_block_binding", "get_block_bindings",
                    "get_thread_extent", "get_thread_extents", "get_block_extent", "get_block_extents")
 # Statements that end thread code: they act on whole tiles or on the whole block.
-_TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
+_TILE_LEVEL = {"copy", "fill", "clear", "alloc_reducer", "reducer_init", "finalize_reducer", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
                "gemm", "alloc_shared", "alloc_fragment", "annotate_layout", "assume", "sync_threads", "Parallel",
                "Pipelined"}
 _BINDINGS = {"get_thread_binding", "get_thread_bindings"}
