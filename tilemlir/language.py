@@ -827,6 +827,18 @@ get_block_extents = _thread_query("get_block_extents", "The grid's extents [x, y
 
 
 @_intrinsic
+def reshape(src, shape):
+    """TileLang's `T.reshape(src, shape)`: the same elements (row-major) under another shape, for element access."""
+    _kernel_only("T.reshape")
+
+
+@_intrinsic
+def view(src, shape=None, dtype=None):
+    """TileLang's `T.view(src, shape)`: as T.reshape (a different dtype is not supported)."""
+    _kernel_only("T.view")
+
+
+@_intrinsic
 def alloc_reducer(shape, dtype, op="sum", replication=None):
     """TileLang's reducer: a deferred "sum" / "max" / "min" over contributions (docs/tilelang.md, "Reducers")."""
     _kernel_only("T.alloc_reducer")
@@ -884,7 +896,7 @@ class LanguageAttributeError(CompileError, AttributeError):
 
 # TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
 _TILELANG_UNSUPPORTED = {
-    "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
+    "Fragment": "explicit fragment layouts",
     "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
@@ -913,7 +925,7 @@ _TILELANG_NAMES = [
     "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
     "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
     "get_block_bindings", "get_block_extent", "get_block_extents", "sync_threads",
-    "alloc_reducer", "reducer_init", "reducer_update", "finalize_reducer",
+    "alloc_reducer", "reducer_init", "reducer_update", "finalize_reducer", "reshape", "view",
 ]
 
 

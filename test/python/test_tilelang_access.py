@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tilemlir
-from frontend_util import frontend_error, load_module, marked, message
+from frontend_util import compile_error, frontend_error, load_module, marked, message
 from tilemlir.diagnostics import CompileError
 from tilemlir.testing import relative_error
 
@@ -216,11 +216,9 @@ def test_arithmetic_on_dims_in_a_shape_is_a_located_error(tmp_path, annotation, 
 
 
 @pytest.mark.parametrize("call, feature", [
-    ("T.reshape(f, (8, 8))", "T.reshape (TileLang's buffer reshapes)"),
-    ("T.view(f, (8, 8))", "T.view (TileLang's buffer views)"),
     ("T.Fragment((64,), forward_thread_fn=None)", "T.Fragment (TileLang's explicit fragment layouts)"),
 ])
-def test_buffer_views_and_layout_objects_are_located_errors(tmp_path, call, feature):
+def test_layout_objects_are_located_errors(tmp_path, call, feature):
     err = frontend_error(tmp_path, f"""
     @tilemlir.jit
     def k(A: T.Tensor((64,), T.float32)):
@@ -229,3 +227,20 @@ def test_buffer_views_and_layout_objects_are_located_errors(tmp_path, call, feat
             g = @@{call}
     """)
     assert message(err) == f"{feature} is not supported by tilemlir (docs/tilelang.md lists what is)"
+
+
+def test_written_gather_beside_shared_read_modify_write_is_refused(tmp_path):
+    err = compile_error(tmp_path, target="cpu", level="thread", source="""
+    @tilemlir.jit
+    def k(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=32) as bx:
+            s = T.alloc_shared((64,), T.float32)
+            f = T.alloc_fragment((64,), T.float32)
+            T.copy(A, s)
+            for i in T.Parallel(64):
+                s[i] = s[i] + 1.0
+                @@f[63 - i] = s[i]
+            T.copy(f, A)
+    """)
+    assert err.diagnostics[0].message.startswith("fragment 'f' is written at an index other than the T.Parallel loop variables, "
+                                   "so every thread runs every point of this loop, but the loop also reads and writes")

@@ -31,6 +31,7 @@ from tilemlir.frontend.statements import StmtMixin
 from tilemlir.frontend.tilelang_ops import TileLangOpsMixin
 from tilemlir.frontend.threads import ThreadsMixin
 from tilemlir.frontend.tileops import TileOpsMixin
+from tilemlir.frontend.views import ViewsMixin
 from tilemlir.frontend.values import Binding, KernelState, Scope, is_runtime
 from tilemlir.mlir import MLIRError, func, ir
 
@@ -50,7 +51,7 @@ _SCOPE_HINTS = {
 
 
 class KernelBuilder(ThreadsMixin, ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
-                    ReducersMixin, EagerMixin, SignatureMixin):
+                    ReducersMixin, ViewsMixin, EagerMixin, SignatureMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context, eager=None):

@@ -18,6 +18,7 @@ from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
 from tilemlir.frontend.threads import ThreadIndex
+from tilemlir.frontend.views import View
 from tilemlir.language import DimExpr, DType, Symbolic
 from tilemlir.mlir import memref
 
@@ -312,6 +313,9 @@ class ExprMixin:
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
+        if isinstance(base, View):
+            base, indices = self.view_element(base, node.slice, "read")
+            return Scalar(memref.LoadOp(base.value, indices).result, base.dtype)
         if isinstance(base, Buffer):
             indices = self.element_indices(base, node.slice, "read")
             return Scalar(memref.LoadOp(base.value, indices).result, base.dtype)

@@ -13,6 +13,7 @@ from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import _BINARY, is_dynamic
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
+from tilemlir.frontend.views import View
 from tilemlir.mlir import memref
 
 _UNSUPPORTED_STATEMENTS = {
@@ -157,9 +158,12 @@ class StmtMixin:
             self.bind(target.id, self.apply_binary(symbol, python_op, current, rhs), target)
         elif isinstance(target, ast.Subscript):
             buffer = self.eval(target.value)
-            if not isinstance(buffer, Buffer):
+            if isinstance(buffer, View):
+                buffer, indices = self.view_element(buffer, target.slice, "update")
+            elif not isinstance(buffer, Buffer):
                 raise KernelError("augmented assignment into a subscript needs a buffer on the left", target.value)
-            indices = self.element_indices(buffer, target.slice, "update")
+            else:
+                indices = self.element_indices(buffer, target.slice, "update")
             with self.located(target):
                 current = Scalar(memref.LoadOp(buffer.value, indices).result, buffer.dtype)
             rhs = self.eval(node.value)
@@ -183,6 +187,9 @@ class StmtMixin:
                 self.unpack(target, value)
             elif isinstance(target, ast.Subscript):
                 buffer = self.eval(target.value)
+                if isinstance(buffer, View):
+                    self.store(*self.view_element(buffer, target.slice, "write"), value, target)
+                    return
                 if not isinstance(buffer, Buffer):
                     raise KernelError(
                         f"cannot assign into a subscript of a {type(buffer).__name__} value: only buffer elements "

@@ -638,7 +638,27 @@ def infer_kernel(kernel_op: ir.Operation) -> None:
         if not failing:
             break
         replicated = replicated | failing
+    for g in kernel.gathers:
+        if g.write:
+            _check_replicated_memory_writes(g)
     _write_back(kernel, comps)
+
+
+def _check_replicated_memory_writes(g: Gather) -> None:
+    """A written gather makes every thread run every point of its loop: the loop must not read a shared or
+    global buffer it writes (only one replica writes memory; the others would read it as it changes)."""
+    loads, stores = [], []
+    for op in walk_ops(g.parallel.op):
+        if op.name in ("memref.load", "memref.store"):
+            memref = op.operands[1] if op.name == "memref.store" else op.operands[0]
+            if memory_space(memref.type) in (None, "shared"):
+                (stores if op.name == "memref.store" else loads).append((memref, op))
+    for memref, store in stores:
+        if any(memref == loaded for loaded, _ in loads):
+            raise _error(g.op, f"{g.fragment.label} is written at an index other than the T.Parallel loop variables, "
+                         "so every thread runs every point of this loop, but the loop also reads and writes one "
+                         "shared or global buffer, which the threads would race on; split the loop (the fragment "
+                         "write in a loop of its own)", [diag.note(store, "the buffer is written here")])
 
 
 def thread_identity_layout(shape: tuple[int, ...], threads: int) -> TiledLayout | None:
