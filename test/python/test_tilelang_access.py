@@ -244,3 +244,26 @@ def test_written_gather_beside_shared_read_modify_write_is_refused(tmp_path):
     """)
     assert err.diagnostics[0].message.startswith("fragment 'f' is written at an index other than the T.Parallel loop variables, "
                                    "so every thread runs every point of this loop, but the loop also reads and writes")
+
+
+REPLICATED_READ_MODIFY_WRITE = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+    with T.Kernel(1, threads=32) as bx:
+        f = T.alloc_fragment((64,), T.float32)
+        s = T.alloc_shared((64,), T.float32)
+        T.copy(A, f)
+        T.copy(A, s)
+        f[0] = 5.0                      # f is replicated, and so is the loop that reads it
+        for i in T.Parallel(64):
+            s[i] = s[i] * 2.0 + f[i]    # a shared read-modify-write: one replica runs it
+        T.copy(s, B)
+"""
+
+
+def test_replicated_loop_updating_shared_memory(tmp_path, rng):
+    a = rng.standard_normal(64).astype(np.float32)
+    f = a.copy()
+    f[0] = 5
+    for b in run_everywhere(load_module(tmp_path, REPLICATED_READ_MODIFY_WRITE).k, a):
+        assert np.array_equal(b, a * np.float32(2) + f)

@@ -23,7 +23,8 @@ kernel:
   index, placed as far out as the digits it needs allow (not for
   `tile.convergent` loops). In a replicated domain only replica 0 writes
   shared or global memory (not for `tile.all_replicas` loops, whose bodies
-  pick writers themselves). A loop without static extents (no fragments)
+  pick writers themselves); one that also reads a shared or global buffer
+  it writes runs in replica 0 alone (and may write no registers). A loop without static extents (no fragments)
   becomes a thread-strided loop over its linearized space.
 - Fragment accesses outside parallel loops need a fully replicated
   fragment; they index registers by the layout's local map. So do
@@ -53,6 +54,7 @@ its shared operands by every thread. Any other `tile.gemm` left here
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -382,18 +384,36 @@ class _PartitionedLoop:
             primary = b.and_([b.cmp("eq", self.values[d], 0) for d in layout.dim_digits(None)])
         for k, arg in enumerate(self.block.arguments):
             arg.replace_all_uses_with(point[k])
-        for inner in list(self.block.operations):
-            inner = operation(inner)
-            if inner.name == "tile.yield":
-                continue
-            inner.move_before(_ip_op(b))
+        whole = primary is not None and self._only_primary_runs(writes)
+        with (b.if_(primary) if whole else _same(b)) as body:
+            for inner in list(self.block.operations):
+                inner = operation(inner)
+                if inner.name == "tile.yield":
+                    continue
+                inner.move_before(_ip_op(body))
         for op, fragment, register in registers:
             _replace_access(b.before(op).located(op.location), op, fragment.alloca, register)
         for op, fragment in gathers:
             _replace_by_index(b.before(op).located(op.location), op, fragment)
-        if primary is not None:
+        if primary is not None and not whole:
             for inner in writes:
                 _guard(b.before(inner).located(inner.location), inner, primary)
+
+    def _only_primary_runs(self, writes) -> bool:
+        """A replicated loop that reads a shared or global buffer it writes runs in replica 0 alone (the
+        others would read it while replica 0 writes it); it may then write no registers, which every
+        replica must."""
+        rewritten = [w for w in writes if w.name == "memref.store" and any(
+            r.name == "memref.load" and r.operands[0] == w.operands[1] for r in walk_ops(self.op))]
+        if not rewritten:
+            return False
+        for inner in walk_ops(self.op):
+            if inner.name == "memref.store" and memory_space(inner.operands[1].type) in (FRAGMENT, LOCAL):
+                raise diag.error(inner, "this T.Parallel runs on every thread that holds its fragments (their "
+                                        "layout is replicated), reads and writes one shared or global buffer, and "
+                                        "writes registers: the threads would race on the buffer; split the loop",
+                                 notes=[diag.note(rewritten[0], "the buffer is written here")])
+        return True
 
     def _register(self, b: Builder, layout: TiledLayout, dims, point) -> ir.Value:
         """Register slot of the fragment element at this point, from the digits of the loop layout."""
@@ -412,6 +432,11 @@ class _PartitionedLoop:
         if straddles or (inside and inside[0].stride != low):
             return b.digit(point[k], g.stride, g.size)
         return b.linear([(d.stride // low, self.values[d]) for d in inside])
+
+
+@contextmanager
+def _same(b: Builder):
+    yield b
 
 
 def _ip_op(b: Builder) -> ir.Operation:
