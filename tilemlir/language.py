@@ -363,6 +363,9 @@ class _AffineExpr:
         self.text = text
         self.constant = constant
 
+    def __repr__(self) -> str:
+        return self.text
+
     @staticmethod
     def lift(value) -> "_AffineExpr":
         if isinstance(value, _AffineExpr):
@@ -417,6 +420,11 @@ class Layout:
     """
 
     def __init__(self, thread_map, local_map, replicate: int = 1):
+        if isinstance(thread_map, (tuple, list)):
+            raise DeclarationError(
+                "T.Layout(shape, forward_fn) (TileLang's shared-memory layout) is not supported: tilemlir chooses "
+                "shared-memory layouts itself; tilemlir's T.Layout(thread_map, local_map) and T.Fragment describe "
+                "fragments (docs/tilelang.md)")
         if not isinstance(replicate, _PyInt) or replicate < 1:
             raise ValueError(f"Layout replicate must be a positive int, got {replicate!r}")
         self.thread_map = thread_map
@@ -430,6 +438,56 @@ class Layout:
 
     def __repr__(self) -> str:
         return f"T.Layout({self.thread_map!r}, {self.local_map!r}, replicate={self.replicate})"
+
+
+class Fragment:
+    """TileLang's fragment layout for `T.annotate_layout`: `T.Fragment(shape, forward_thread_fn=...,
+    replicate=1, forward_index_fn=...)` or `T.Fragment(shape, forward_fn=...)` returning (thread, index).
+    The functions take the fragment indices (and, with `replicate > 1`, the replica last, for the thread)
+    and use `+ - * // %` with ints; the index is one register index. It becomes a `T.Layout`."""
+
+    def __init__(self, shape, forward_fn=None, forward_thread_fn=None, replicate: int = 1, forward_index_fn=None):
+        if isinstance(shape, numbers.Integral):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, numbers.Integral) for d in shape):
+            raise DeclarationError(f"T.Fragment needs the fragment's shape as a tuple of ints, got {shape!r}")
+        if (forward_fn is None) == (forward_thread_fn is None):
+            raise DeclarationError("T.Fragment takes forward_fn (giving thread and index) or forward_thread_fn (with "
+                                   "forward_index_fn)")
+        if forward_fn is None and forward_index_fn is None:
+            raise DeclarationError("T.Fragment without forward_index_fn (the register index) is not supported: "
+                                   "give forward_index_fn")
+        self.shape = tuple(_PyInt(d) for d in shape)
+        self.replicate = replicate
+        self.forward_fn, self.thread_fn, self.index_fn = forward_fn, forward_thread_fn, forward_index_fn
+
+    def layout(self) -> "Layout":
+        """The same layout as a T.Layout of affine-map text."""
+        rank, reps = len(self.shape), 1 if self.replicate > 1 else 0
+        dims = [_AffineExpr(f"d{i}") for i in range(rank)]
+        rep = [_AffineExpr("s0")] if reps else []
+        if self.forward_fn is not None:
+            thread, _ = _pair(self.forward_fn(*dims, *rep))
+            _, index = _pair(self.forward_fn(*dims, *([_AffineExpr("0", 0)] if reps else [])))
+        else:
+            thread, index = self.thread_fn(*dims, *rep), self.index_fn(*dims)
+        if isinstance(index, (tuple, list)):
+            if len(index) != 1:
+                raise ValueError(f"T.Fragment's index must be one register index, got {len(index)}")
+            index = index[0]
+        dim_list = ", ".join(f"d{i}" for i in range(rank))
+        symbols = "[s0]" if reps else ""
+        return Layout(f"({dim_list}){symbols} -> ({_AffineExpr.lift(thread).text})",
+                      f"({dim_list}) -> ({_AffineExpr.lift(index).text})", self.replicate)
+
+    def __repr__(self) -> str:
+        return f"T.Fragment({self.shape!r}, replicate={self.replicate})"
+
+
+def _pair(value):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"T.Fragment's forward_fn must return (thread, index), got {value!r}")
+    return value
 
 
 def _map_text(fn, rank: int, symbols: int, what: str) -> str:
@@ -896,7 +954,6 @@ class LanguageAttributeError(CompileError, AttributeError):
 
 # TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
 _TILELANG_UNSUPPORTED = {
-    "Fragment": "explicit fragment layouts",
     "alloc_barrier": "mbarriers", "print": "device printing", "device_assert": "device assertions",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
@@ -932,6 +989,7 @@ _TILELANG_NAMES = [
 __all__ = [
     *DTYPES,
     "DType", "DTYPES", "dtype", "Symbolic", "DimExpr", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
+    "Fragment",
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",

@@ -215,18 +215,59 @@ def test_arithmetic_on_dims_in_a_shape_is_a_located_error(tmp_path, annotation, 
     assert (info.value.location.line, info.value.location.col) == (line, col)
 
 
-@pytest.mark.parametrize("call, feature", [
-    ("T.Fragment((64,), forward_thread_fn=None)", "T.Fragment (TileLang's explicit fragment layouts)"),
+FRAGMENT_LAYOUT = """
+@tilemlir.jit(out_idx=[-2, -1])
+def k(A: T.Tensor((16, 8), T.float32), B: T.Tensor((16, 8), T.float32), C: T.Tensor((16, 8), T.float32)):
+    with T.Kernel(1, threads=32) as bx:
+        f = T.alloc_fragment((16, 8), T.float32)
+        g = T.alloc_fragment((16, 8), T.float32)
+        T.annotate_layout({
+            f: T.Fragment((16, 8), forward_thread_fn=lambda i, j: (i % 8) * 4 + j // 2,
+                          forward_index_fn=lambda i, j: (i // 8) * 2 + j % 2),
+            g: T.Fragment((16, 8), forward_fn=lambda i, j, rep: (rep * 16 + i, j), replicate=2),
+        })
+        T.copy(A, f)
+        T.copy(A, g)
+        for i, j in T.Parallel(16, 8):
+            f[i, j] = f[i, j] * 3.0
+        for i, j in T.Parallel(16, 8):
+            g[i, j] = g[i, j] - 1.0
+        T.copy(f, B)
+        T.copy(g, C)
+"""
+
+
+def test_fragment_layouts(tmp_path, rng):
+    fn = load_module(tmp_path, FRAGMENT_LAYOUT).k
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    for b, c in run_everywhere(fn, a):
+        assert np.array_equal(b, a * np.float32(3))
+        assert np.array_equal(c, a - np.float32(1))
+    cuda = tilemlir.compile(fn, target="cuda", arch="sm_90a").cuda_source()
+    assert "thread (d0, d1) -> (d1 floordiv 2 + (d0 mod 8) * 4), register (d0, d1) -> (d1 mod 2 + (d0 floordiv 8) * 2)" \
+        in cuda
+    assert "replicated x2" in cuda
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("T.annotate_layout({f: @@T.Fragment((16, 8), forward_thread_fn=lambda i, j: i)})",
+     "T.Fragment without forward_index_fn"),
+    ("@@T.annotate_layout({f: T.Fragment((8, 8), forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)})",
+     "T.annotate_layout: T.Fragment((8, 8), replicate=1) describes shape (8, 8), but fragment buffer 'f'"),
+    ("@@T.annotate_layout({f: T.Fragment((16, 8), forward_fn=lambda i, j: i)})",
+     "T.Fragment's forward_fn must return (thread, index), got d0"),
+    ("T.annotate_layout({f: @@T.Layout((16, 8), lambda i, j: i * 8 + j)})",
+     "T.Layout(shape, forward_fn) (TileLang's shared-memory layout) is not supported"),
 ])
-def test_layout_objects_are_located_errors(tmp_path, call, feature):
+def test_bad_fragment_layouts_are_located(tmp_path, statement, words):
     err = frontend_error(tmp_path, f"""
     @tilemlir.jit
     def k(A: T.Tensor((64,), T.float32)):
         with T.Kernel(1, threads=32) as bx:
-            f = T.alloc_fragment((64,), T.float32)
-            g = @@{call}
+            f = T.alloc_fragment((16, 8), T.float32)
+            {statement}
     """)
-    assert message(err) == f"{feature} is not supported by tilemlir (docs/tilelang.md lists what is)"
+    assert words in message(err)
 
 
 def test_written_gather_beside_shared_read_modify_write_is_refused(tmp_path):

@@ -473,9 +473,21 @@ class TileOpsMixin:
         for buffer, layout in layouts.items():
             if not isinstance(buffer, Buffer) or buffer.space != "fragment":
                 raise KernelError(f"T.annotate_layout: keys must be fragments, got {getattr(buffer, 'name', buffer)!r}")
+            if isinstance(layout, T.Fragment):
+                layout = self.fragment_layout(buffer, layout)
             if not isinstance(layout, T.Layout):
-                raise KernelError(f"T.annotate_layout: the layout of '{buffer.name}' must be a T.Layout, got {layout!r}")
+                raise KernelError(f"T.annotate_layout: the layout of '{buffer.name}' must be a T.Layout or "
+                                  f"T.Fragment, got {layout!r}")
             buffer.op.operation.attributes["tile.annotated_layout"] = self.layout_attribute(buffer, layout)
+
+    def fragment_layout(self, buffer: Buffer, fragment: T.Fragment) -> T.Layout:
+        if fragment.shape != tuple(buffer.shape):
+            raise KernelError(f"T.annotate_layout: {fragment!r} describes shape {fragment.shape}, but "
+                              f"{buffer.describe()} is {tuple(buffer.shape)}")
+        try:
+            return fragment.layout()
+        except (TypeError, ValueError) as exc:
+            raise KernelError(f"T.annotate_layout: bad T.Fragment for '{buffer.name}': {exc}") from None
 
     def layout_attribute(self, buffer: Buffer, layout: T.Layout) -> ir.Attribute:
         try:
