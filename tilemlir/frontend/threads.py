@@ -6,10 +6,12 @@ kernel statements that use a thread index (a name bound by `T.get_thread_binding
 code*: one `tile.parallel` over the block's threads marked `tile.thread_loop`, whose point `t` is
 thread `t` (infer-layouts gives it the identity layout, so at thread level point `t` runs on thread
 `t`; at tile level the points run in order). A run starts at the first such statement and ends at
-`T.sync_threads()`, at a tile operation (`T.copy`, `T.fill`, `T.reduce_*`, `T.gemm`, allocations of
-shared or fragment buffers, `T.Parallel` and `T.Pipelined` loops) and at the end of the enclosing
-block; values and `T.alloc_local` buffers made in a run end with it. In a kernel that asks for thread
-indices, a `T.alloc_local` / `T.alloc_var` starts thread code too (each thread has its own).
+`T.sync_threads()`, at a tile operation (`T.copy`, `T.fill`, `T.reduce_*`, `T.gemm`, reducers,
+`T.Parallel` and `T.Pipelined` loops) and at the end of the enclosing block; values and `T.alloc_local`
+buffers made in a run end with it. A shared or fragment allocation or `tx = T.get_thread_binding()`
+inside a run is emitted before it (its name bound outside it) and the run goes on. In a kernel that
+asks for thread indices, a `T.alloc_local` / `T.alloc_var` starts thread code too (each thread has its
+own).
 
 With `threads=(X, Y, Z)` the block has X * Y * Z threads; thread `t` has indices
 `(t % X, t // X % Y, t // (X * Y))`, x fastest, as CUDA numbers them.
@@ -29,14 +31,12 @@ from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import INDEX
 from tilemlir.frontend.values import Scalar
 from tilemlir.mlir import ir
-
 from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
-_THREAD_QUERIES = ("get_thread_binding", "get_thread_bindings", "get_block_binding", "get_block_bindings",
-                   "get_thread_extent", "get_thread_extents", "get_block_extent", "get_block_extents")
+
 # Statements that end thread code: they act on whole tiles or on the whole block.
-_TILE_LEVEL = {"copy", "fill", "clear", "alloc_reducer", "reducer_init", "finalize_reducer", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
+_TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
                "gemm", "alloc_shared", "alloc_fragment", "annotate_layout", "assume", "sync_threads", "Parallel",
-               "Pipelined"}
+               "Pipelined", "alloc_reducer", "reducer_init", "finalize_reducer"}
 _BINDINGS = {"get_thread_binding", "get_thread_bindings"}
 _HOISTED = {"alloc_shared", "alloc_fragment", *_BINDINGS}
 _PER_THREAD_ALLOCATIONS = {"alloc_local", "alloc_var"}
@@ -222,22 +222,22 @@ class ThreadsMixin:
     def intrinsic_get_block_binding(self, node: ast.Call) -> Any:
         args = self.bind_call("T.get_block_binding", node, ["dim"], defaults={"dim": 0})
         self.require_kernel("T.get_block_binding")
-        return self.block_dim_value(self.query_dim(args), self.kernel.block_indices, args.node_of("dim"))
+        return self.block_dim_value(self.query_dim(args), self.kernel.block_indices)
 
     def intrinsic_get_block_bindings(self, node: ast.Call) -> list:
         self.bind_call("T.get_block_bindings", node, [])
         self.require_kernel("T.get_block_bindings")
-        return [self.block_dim_value(d, self.kernel.block_indices, node) for d in range(3)]
+        return [self.block_dim_value(d, self.kernel.block_indices) for d in range(3)]
 
     def intrinsic_get_block_extent(self, node: ast.Call) -> Any:
         args = self.bind_call("T.get_block_extent", node, ["dim"], defaults={"dim": 0})
         self.require_kernel("T.get_block_extent")
-        return self.block_dim_value(self.query_dim(args), self.kernel.grid, args.node_of("dim"), missing=1)
+        return self.block_dim_value(self.query_dim(args), self.kernel.grid, missing=1)
 
     def intrinsic_get_block_extents(self, node: ast.Call) -> list:
         self.bind_call("T.get_block_extents", node, [])
         self.require_kernel("T.get_block_extents")
-        return [self.block_dim_value(d, self.kernel.grid, node, missing=1) for d in range(3)]
+        return [self.block_dim_value(d, self.kernel.grid, missing=1) for d in range(3)]
 
     def query_dim(self, args) -> int:
         dim = self.compile_time_arg(args, "dim", int, "0, 1 or 2")
@@ -246,7 +246,7 @@ class ThreadsMixin:
         return dim
 
     @staticmethod
-    def block_dim_value(dim: int, values: list, node: ast.AST, missing: int = 0) -> Any:
+    def block_dim_value(dim: int, values: list, missing: int = 0) -> Any:
         """Grid dim `dim`'s value; a dim the grid does not have is `missing` (index 0, extent 1), as in CUDA."""
         return values[dim] if dim < len(values) else missing
 
