@@ -162,3 +162,36 @@ def test_threads_tuple_is_checked(tmp_path):
             pass
     """)
     assert message(err) == "threads must be in 1..1024, got (64, 32) (2048 in all)"
+
+
+PER_THREAD_ACROSS_BARRIERS = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 128), T.float32), B: T.Tensor((M, 128), T.float32)):
+    with T.Kernel(M, threads=32) as bx:
+        tx = T.get_thread_binding()
+        vals = T.alloc_local((4,), T.float32)          # per thread, alive across T.sync_threads()
+        total = T.alloc_var(T.float32, A[bx, 0])       # TileLang's variable, with a run-time init
+        s = T.alloc_shared((128,), T.float32)
+        for k in T.serial(4):
+            vals[k] = A[bx, tx * 4 + k]
+            s[tx * 4 + k] = vals[k]
+        T.sync_threads()
+        for k in T.serial(4):
+            total[0] = total[0] + s[127 - (tx * 4 + k)] * vals[3 - k]
+        T.sync_threads()
+        for k in T.serial(4):
+            B[bx, tx * 4 + k] = total[0] + vals[k] * 1000.0
+"""
+
+
+def test_per_thread_buffers_live_across_barriers(tmp_path, rng):
+    a = rng.standard_normal((3, 128)).astype(np.float32)
+    ad = a.astype(np.float64)
+    t = np.arange(32)
+    want = np.empty((3, 128))
+    for row in range(3):
+        total = ad[row, 0] + sum(ad[row, 127 - (t * 4 + k)] * ad[row, t * 4 + 3 - k] for k in range(4))
+        for k in range(4):
+            want[row, t * 4 + k] = total + ad[row, t * 4 + k] * 1000
+    for b in run_everywhere(load_module(tmp_path, PER_THREAD_ACROSS_BARRIERS).k, a):
+        assert relative_error(b, want) < 1e-6

@@ -84,3 +84,30 @@ def _evaluate(value: ir.Value, known: dict, shape, depth: int) -> np.ndarray:
         condition, then_value, else_value = (_evaluate(v, known, shape, depth + 1) for v in op.operands)
         return np.where(condition != 0, then_value, else_value)
     raise _NotEvaluable
+
+
+def gather_is_held(domain, fragment, loop_args, indices) -> bool:
+    """Does every thread running a point of a parallel loop (domain layout `domain`, block arguments
+    `loop_args`) hold the element of a fragment (layout `fragment`) that `indices` select there? An index
+    that is not a function of the loop variables may stand in a dim the layout keeps in each holder's
+    registers (no thread digit): any value is held then."""
+    points = domain.all_elements()
+    known = {arg: points[:, k] for k, arg in enumerate(loop_args)}
+    threaded = {d.dim for d in fragment.digits if d.is_thread and d.dim is not None}
+    columns = []
+    for k, index in enumerate(indices):
+        values = point_values(index, known)
+        if values is None:
+            if k in threaded:
+                return False
+            values = np.zeros(len(points), dtype=np.int64)
+        elif (values < 0).any() or (values >= fragment.shape[k]).any():
+            return False
+        columns.append(values)
+    flat = np.ravel_multi_index(columns, fragment.shape) if columns else np.zeros(len(points), dtype=np.int64)
+    table = fragment.holders()
+    for replica in range(domain.replicate):
+        thread, _ = domain.locate(points, replica)
+        if not (table[flat] == thread[:, None]).any(axis=1).all():
+            return False
+    return True

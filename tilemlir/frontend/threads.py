@@ -7,11 +7,12 @@ code*: one `tile.parallel` over the block's threads marked `tile.thread_loop`, w
 thread `t` (infer-layouts gives it the identity layout, so at thread level point `t` runs on thread
 `t`; at tile level the points run in order). A run starts at the first such statement and ends at
 `T.sync_threads()`, at a tile operation (`T.copy`, `T.fill`, `T.reduce_*`, `T.gemm`, reducers,
-`T.Parallel` and `T.Pipelined` loops) and at the end of the enclosing block; values and `T.alloc_local`
-buffers made in a run end with it. A shared or fragment allocation or `tx = T.get_thread_binding()`
-inside a run is emitted before it (its name bound outside it) and the run goes on. In a kernel that
-asks for thread indices, a `T.alloc_local` / `T.alloc_var` starts thread code too (each thread has its
-own).
+`T.Parallel` and `T.Pipelined` loops) and at the end of the enclosing block; Python values bound in a run end with it. An allocation or `tx = T.get_thread_binding()`
+inside a run is emitted before it (its name bound outside it) and the run goes on.
+
+In a kernel that asks for thread indices, `T.alloc_local` / `T.alloc_var` make per-thread buffers
+that live through the whole kernel: a fragment with one row per thread (annotated: row t in thread
+t's registers), which thread code indexes by its thread.
 
 With `threads=(X, Y, Z)` the block has X * Y * Z threads; thread `t` has indices
 `(t % X, t // X % Y, t // (X * Y))`, x fastest, as CUDA numbers them.
@@ -29,7 +30,9 @@ from tilemlir.dialects import tile
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import INDEX
+from tilemlir import language
 from tilemlir.frontend.values import Scalar
+from tilemlir.frontend.views import View
 from tilemlir.mlir import ir
 from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
 
@@ -38,8 +41,7 @@ _TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min"
                "gemm", "alloc_shared", "alloc_fragment", "annotate_layout", "assume", "sync_threads", "Parallel",
                "Pipelined", "alloc_reducer", "reducer_init", "finalize_reducer"}
 _BINDINGS = {"get_thread_binding", "get_thread_bindings"}
-_HOISTED = {"alloc_shared", "alloc_fragment", *_BINDINGS}
-_PER_THREAD_ALLOCATIONS = {"alloc_local", "alloc_var"}
+_HOISTED = {"alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", *_BINDINGS}
 
 
 @dataclass(frozen=True)
@@ -139,17 +141,48 @@ class ThreadsMixin:
         value = getattr(stmt, "value", None)
         return isinstance(value, ast.Call) and self.intrinsic_name(value.func) in _BINDINGS
 
-    def in_thread_code_top(self) -> bool:
-        """Is the statement being emitted at the top of thread code opened at the kernel's top level?"""
-        return self.scope.kind == "thread" and self.scope.parent is self.kernel.scope
-
     def needs_threads(self, stmt: ast.stmt) -> bool:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name):
                 binding = self.env.get(node.id)
-                if binding is not None and _holds_thread_index(binding.value):
+                if binding is not None and (_holds_thread_index(binding.value)
+                                            or isinstance(binding.value, PerThreadBuffer)):
                     return True
-        return self.kernel.wants_threads and self.uses_intrinsics(stmt, _PER_THREAD_ALLOCATIONS)
+        return False
+
+    def thread_mode(self) -> bool:
+        """Does the kernel ask for thread indices (`T.get_thread_binding` anywhere in its T.Kernel block)?
+        Its `T.alloc_local` / `T.alloc_var` buffers are then per-thread buffers."""
+        if self.kernel.thread_mode is None:
+            self.kernel.thread_mode = any(
+                isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+                and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in _BINDINGS
+                for node in ast.walk(self.kernel.node))
+        return self.kernel.thread_mode
+
+    def per_thread_buffer(self, node: ast.Call, shape: list, dtype, init=None, init_node=None) -> "PerThreadBuffer":
+        """A `T.alloc_local` / `T.alloc_var` of a kernel with thread code: a fragment with one row per thread
+        (row t held by thread t), which thread code indexes by its thread."""
+        threads = self.kernel.threads
+        full = [threads, *shape]
+        fragment = self.new_buffer(node, "fragment", tile.alloc_fragment, full, dtype)
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        dims = ", ".join(f"d{k}" for k in range(len(full)))
+        register = " + ".join(f"d{k + 1} * {s}" for k, s in enumerate(strides)) or "0"
+        layout = language.Layout(f"({dims}) -> (d0)", f"({dims}) -> ({register})")
+        fragment.op.operation.attributes["tile.annotated_layout"] = self.layout_attribute(fragment, layout)
+        if init is not None:
+            with self.located(init_node or node):
+                tile.fill(fragment.value, self.scalar_for(fragment, self.materialize(init), "T.alloc_var").value)
+        return PerThreadBuffer(fragment, tuple(shape), fragment.name)
+
+    def per_thread_element(self, buffer: "PerThreadBuffer", indices: list) -> list:
+        """The fragment indices of `buffer[indices]` in the thread code being emitted."""
+        if self.thread_code is None:
+            raise KernelError(f"per-thread buffer '{buffer.name}' is used outside thread code: inside T.Parallel or "
+                              "a tile operation it has no thread; read and write it in the kernel's per-thread "
+                              "statements")
+        return [self.thread_code.thread, *indices]
 
     def uses_intrinsics(self, stmt: ast.stmt, names) -> bool:
         for node in ast.walk(stmt):
@@ -200,13 +233,11 @@ class ThreadsMixin:
     def intrinsic_get_thread_binding(self, node: ast.Call) -> ThreadIndex:
         args = self.bind_call("T.get_thread_binding", node, ["dim"], defaults={"dim": 0})
         self.require_kernel("T.get_thread_binding")
-        self.kernel.wants_threads = True
         return ThreadIndex(self.query_dim(args))
 
     def intrinsic_get_thread_bindings(self, node: ast.Call) -> list:
         self.bind_call("T.get_thread_bindings", node, [])
         self.require_kernel("T.get_thread_bindings")
-        self.kernel.wants_threads = True
         return [ThreadIndex(d) for d in range(3)]
 
     def intrinsic_get_thread_extent(self, node: ast.Call) -> int:
@@ -279,6 +310,18 @@ class ThreadsMixin:
         if size is not None and size != self.kernel.threads // stride:
             value = scalars.binary("%", value, size)
         return value
+
+
+class PerThreadBuffer(View):
+    """A `T.alloc_local` / `T.alloc_var` of a kernel with thread code: `base` has one row per thread."""
+
+    per_thread = True
+
+    def describe(self) -> str:
+        return f"per-thread buffer '{self.name}' {self.shape}"
+
+    def __repr__(self) -> str:
+        return f"{self.describe()} (read and write its elements in per-thread code)"
 
 
 def _holds_thread_index(value: Any) -> bool:

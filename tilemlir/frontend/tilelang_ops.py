@@ -117,13 +117,13 @@ class TileLangOpsMixin:
         if scope not in _VAR_SCOPES:
             raise KernelError(f"T.alloc_var: scope {scope!r} is not supported (a variable lives in 'local.var')",
                               args.node_of("scope"))
-        per_thread = self.in_thread_code_top()
-        if not per_thread:
-            self.require_tile_level("T.alloc_var")
-        if self.scope is not self.kernel.scope and not per_thread:
+        self.require_tile_level("T.alloc_var")
+        if self.scope is not self.kernel.scope:
             raise KernelError("T.alloc_var: allocate variables at the top level of the T.Kernel block, not inside a "
                               "loop or `if`")
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        if self.thread_mode():
+            return self.per_thread_buffer(node, [1], dtype, 0 if init is None else init, args.node_of("init"))
         variable = self.new_buffer(node, "local", tile.alloc_local, [1], dtype)
         zero = scalars.constant(0, INDEX).value
         self.store(variable, [zero], 0 if init is None else init, args.node_of("init"))

@@ -48,16 +48,16 @@ class TileOpsMixin:
 
     def allocate(self, node: ast.Call, space: str, build) -> Buffer:
         what = f"T.alloc_{space}"
-        per_thread = space == "local" and self.in_thread_code_top()
-        if not per_thread:
-            self.require_tile_level(what)
-        if self.scope is not self.kernel.scope and not per_thread:
+        self.require_tile_level(what)
+        if self.scope is not self.kernel.scope:
             raise KernelError(
                 f"{what}: allocate buffers at the top level of the T.Kernel block, not inside a loop or `if`"
             )
         args = self.bind_call(what, node, ["shape", "dtype"])
         shape = self.static_shape(self.arg(args, "shape"), args.node_of("shape"), what)
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        if space == "local" and self.thread_mode():
+            return self.per_thread_buffer(node, shape, dtype)
         return self.new_buffer(node, space, build, shape, dtype)
 
     def new_buffer(self, node: ast.Call, space: str, build, shape: list[int], dtype: T.DType) -> Buffer:

@@ -116,7 +116,7 @@ class KernelState:
     grid: list = field(default_factory=list)
     thread_extents: tuple = (1, 1, 1)  # threads= as (x, y, z); `threads` is their product
     block_indices: list = field(default_factory=list)
-    wants_threads: bool = False  # the kernel asked for a thread index (frontend/threads.py)
+    thread_mode: bool | None = None  # T.get_thread_binding appears in the T.Kernel block (None: not yet known)
 
 
 def format_shape(shape) -> str:

@@ -28,6 +28,7 @@ class View:
     base: Buffer
     shape: tuple
     name: str
+    per_thread = False  # a PerThreadBuffer (frontend/threads.py): indexed by the thread, not reshaped
 
     @property
     def rank(self) -> int:
@@ -89,6 +90,8 @@ class ViewsMixin:
     def view_element(self, view: View, slice_node: ast.expr, access: str) -> tuple[Buffer, list]:
         """The base buffer and its indices of `view[...]`."""
         self.check_element_access(view.base, access)
+        if view.per_thread:
+            return view.base, self.per_thread_element(view, self.element_indices(view, slice_node, access))
         nodes = slice_node.elts if isinstance(slice_node, ast.Tuple) else [slice_node]
         if any(isinstance(n, ast.Slice) for n in nodes) or len(nodes) != view.rank:
             raise KernelError(f"{view.describe()} is indexed by one index per dim ({view.rank}), not by slices",

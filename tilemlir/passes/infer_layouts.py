@@ -22,10 +22,12 @@ How layouts are found:
 - Gathers: an access inside a parallel whose indices are not plain loop
   variables (`f[63 - i]`, `f[j // 2]`, `f[i, k]` with `k` a serial loop's
   variable) links nothing. When the layouts found without it let every
-  thread running a point hold the element it reads (the indices evaluated
-  at every point, `analysis/index_values.py`), it stays so; otherwise the
-  fragment is fully replicated, and for a written gather the loop too
-  (every thread then runs every point and keeps its own copy current).
+  thread running a point hold the element it touches (the indices
+  evaluated at every point, `analysis/index_values.py`; an index known only
+  at run time in a dim held whole in registers holds anywhere), and for a
+  write that element has one copy, it stays so; otherwise the fragment is
+  fully replicated, and for a written gather the loop too (every thread
+  then runs every point and keeps its own copy current).
 - Chosen layouts (`analysis.layouts.tiled_layout`): each still-open
   component, highest rank and size first, gets the block's threads spread
   with 16 bytes per register run of the element type it loads from global
@@ -49,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
-from tilemlir.analysis.index_values import point_values
+from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import (
     Digit,
     LayoutError,
@@ -675,31 +677,19 @@ def _failing_gathers(kernel: _Kernel, replicated: frozenset) -> frozenset:
         wanted = {g.fragment.op, g.parallel.op} if g.write else {g.fragment.op}
         if wanted <= replicated:
             continue
-        if g.write or not _gather_is_held(g):
+        if not _gather_is_held(g):
             failing |= wanted
     return frozenset(failing)
 
 
 def _gather_is_held(g: Gather) -> bool:
-    """Does every thread running a point of the gather's loop hold the fragment element it reads there?"""
-    domain = _node_layout(g.parallel)
+    """Does every thread running a point of the gather's loop hold the fragment element it touches there
+    (and, for a write, is that its only copy)?"""
     fragment = _node_layout(g.fragment)
-    points = domain.all_elements()
+    if g.write and fragment.replicate != 1:
+        return False
     block = g.parallel.op.regions[0].blocks[0]
-    known = {arg: points[:, k] for k, arg in enumerate(block.arguments)}
-    columns = []
-    for k, index in enumerate(g.indices):
-        values = point_values(index, known)
-        if values is None or (values < 0).any() or (values >= fragment.shape[k]).any():
-            return False  # not a function of the loop variables, or partly out of the fragment
-        columns.append(values)
-    flat = np.ravel_multi_index(columns, fragment.shape) if columns else np.zeros(len(points), dtype=np.int64)
-    table = fragment.holders()
-    for replica in range(domain.replicate):
-        thread, _ = domain.locate(points, replica)
-        if not (table[flat] == thread[:, None]).any(axis=1).all():
-            return False
-    return True
+    return gather_is_held(_node_layout(g.parallel), fragment, list(block.arguments), g.indices)
 
 
 def _node_layout(node: Node) -> TiledLayout:

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
-from tilemlir.analysis.index_values import point_values
+from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
 from tilemlir.diagnostics import reporting as diag
@@ -312,28 +312,25 @@ class _PartitionedLoop:
         return accesses
 
     def _check_gather(self, op, fragment: _Fragment, indices) -> None:
-        """A gather: every runner holds what it reads; a write needs the fragment and the loop replicated."""
+        """A gather: every runner holds what it touches; a write goes to the element's only copy, or the
+        fragment and the loop are fully replicated (every thread keeps its own copy current)."""
         full = self.part.threads
         if op.name == "memref.store":
-            if fragment.layout.replicate != full or self.layout.replicate != full:
+            if fragment.layout.replicate == full and self.layout.replicate == full:
+                return
+            if fragment.layout.replicate != 1 or not self._gather_held(fragment, indices):
                 raise diag.error(op, f"fragment '{fragment.name}' is written at an index other than the T.Parallel "
-                                     "loop variables, so the fragment and the loop must be fully replicated")
+                                     "loop variables by threads that do not hold its only copy, so the fragment and "
+                                     "the loop must be fully replicated")
             return
         if fragment.layout.replicate == full:
             return
-        points = self.layout.all_elements()
-        known = {arg: points[:, k] for k, arg in enumerate(self.block.arguments)}
-        columns = [point_values(index, known) for index in indices]
-        if any(c is None or (c < 0).any() or (c >= n).any() for c, n in zip(columns, fragment.layout.shape)):
-            raise diag.error(op, f"fragment '{fragment.name}' is read at an index that is not a function of the "
-                                 "T.Parallel loop variables alone, but it is not held by every thread")
-        flat = np.ravel_multi_index(columns, fragment.layout.shape) if columns else np.zeros(len(points), np.int64)
-        table = fragment.layout.holders()
-        for replica in range(self.layout.replicate):
-            thread, _ = self.layout.locate(points, replica)
-            if not (table[flat] == thread[:, None]).any(axis=1).all():
-                raise diag.error(op, f"fragment '{fragment.name}' is read by threads that do not hold the element "
-                                     "(its layout disagrees with the layout of this T.Parallel)")
+        if not self._gather_held(fragment, indices):
+            raise diag.error(op, f"fragment '{fragment.name}' is read by threads that do not hold the element "
+                                 "(its layout disagrees with the layout of this T.Parallel)")
+
+    def _gather_held(self, fragment: _Fragment, indices) -> bool:
+        return gather_is_held(self.layout, fragment.layout, list(self.block.arguments), indices)
 
     def _check_holders(self, op, fragment: _Fragment, dims) -> None:
         # An accumulating loop's writes are per-thread partials: every holder need not run.

@@ -142,7 +142,7 @@ func.func @gather_write_to_a_spread_fragment() attributes {tile.entry} {
     "tile.parallel"(%c64) ({
     ^bb0(%i: index):
       %k = arith.subi %c63, %i : index
-      // expected-error @+1 {{fragment 'x' is written at an index other than the T.Parallel loop variables, so the fragment and the loop must be fully replicated}}
+      // expected-error @+1 {{fragment 'x' is written at an index other than the T.Parallel loop variables by threads that do not hold its only copy, so the fragment and the loop must be fully replicated}}
       memref.store %cst, %x[%k] : memref<64xf32, "fragment">
       "tile.yield"() : () -> ()
     }) {layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : (index) -> ()
