@@ -308,3 +308,28 @@ def test_replicated_loop_updating_shared_memory(tmp_path, rng):
     f[0] = 5
     for b in run_everywhere(load_module(tmp_path, REPLICATED_READ_MODIFY_WRITE).k, a):
         assert np.array_equal(b, a * np.float32(2) + f)
+
+
+VARIABLES = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 8), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+        scale = T.alloc_var(T.float32, 0.5)
+        count = T.alloc_var(T.int32)
+        for j in T.serial(8):
+            count += 1                      # TileLang's variables used as scalars
+        scale = scale * count
+        for i in T.Parallel(32):
+            total = 0.0
+            for j in T.serial(8):
+                total = total + A[bx * 32 + i, j] * scale
+            if bx * 32 + i < M:
+                B[bx * 32 + i] = total
+"""
+
+
+def test_alloc_var_as_a_scalar(tmp_path, rng):
+    a = rng.standard_normal((40, 8)).astype(np.float32)
+    want = a.astype(np.float64).sum(1) * 4
+    for b in run_everywhere(load_module(tmp_path, VARIABLES).k, a):
+        assert relative_error(b, want) < 1e-6

@@ -195,3 +195,34 @@ def test_per_thread_buffers_live_across_barriers(tmp_path, rng):
             want[row, t * 4 + k] = total + ad[row, t * 4 + k] * 1000
     for b in run_everywhere(load_module(tmp_path, PER_THREAD_ACROSS_BARRIERS).k, a):
         assert relative_error(b, want) < 1e-6
+
+
+SCALAR_VARIABLES = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((M, 64), T.int32), starts: T.Tensor((M,), T.int32), B: T.Tensor((M, 64), T.int32)):
+    with T.Kernel(M, threads=64) as bx:
+        tx = T.get_thread_binding()
+        start = T.alloc_var(T.int32)
+        count = T.alloc_var(T.int32, 0)
+        start = starts[bx]                   # TileLang's scalar variables: assignment stores
+        s = T.alloc_shared((64,), T.int32)
+        s[tx] = A[bx, tx]
+        T.sync_threads()
+        for j in T.serial(64):
+            if s[j] >= start:
+                count += 1
+        T.sync_threads()
+        if s[tx] >= start:
+            count = count * 100 + tx
+        B[bx, tx] = count
+"""
+
+
+def test_alloc_var_as_a_scalar_variable(tmp_path, rng):
+    a = rng.integers(-50, 50, (3, 64)).astype(np.int32)
+    starts = rng.integers(-30, 30, 3).astype(np.int32)
+    count = (a >= starts[:, None]).sum(1, keepdims=True)
+    t = np.arange(64)
+    want = np.where(a >= starts[:, None], count * 100 + t, count).astype(np.int32)
+    for b in run_everywhere(load_module(tmp_path, SCALAR_VARIABLES).k, a, starts):
+        assert np.array_equal(b, want)

@@ -142,7 +142,17 @@ class ExprMixin:
 
     def expr_Name(self, node: ast.Name) -> Any:
         value = self.lookup(node.id)
+        if getattr(value, "variable", False):
+            return self.variable_value(value)
         return self.thread_index_value(value) if isinstance(value, ThreadIndex) else value
+
+    def eval_buffer(self, node: ast.expr) -> Any:
+        """The value of the buffer side of `node[...]`: a T.alloc_var's buffer itself, not its value."""
+        if isinstance(node, ast.Name):
+            value = self.lookup(node.id)
+            if getattr(value, "variable", False):
+                return value
+        return self.eval(node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
@@ -312,7 +322,7 @@ class ExprMixin:
     # Subscripts: buffer element loads and compile-time indexing.
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.eval(node.value)
+        base = self.eval_buffer(node.value)
         if isinstance(base, View):
             base, indices = self.view_element(base, node.slice, "read")
             return Scalar(memref.LoadOp(base.value, indices).result, base.dtype)

@@ -155,9 +155,9 @@ class StmtMixin:
         if isinstance(target, ast.Name):
             current = self.eval(target)
             rhs = self.eval(node.value)
-            self.bind(target.id, self.apply_binary(symbol, python_op, current, rhs), target)
+            self.assign(target, self.apply_binary(symbol, python_op, current, rhs), node)
         elif isinstance(target, ast.Subscript):
-            buffer = self.eval(target.value)
+            buffer = self.eval_buffer(target.value)
             if isinstance(buffer, View):
                 buffer, indices = self.view_element(buffer, target.slice, "update")
             elif not isinstance(buffer, Buffer):
@@ -182,11 +182,14 @@ class StmtMixin:
     def assign(self, target: ast.expr, value: Any, node: ast.AST) -> None:
         with self.located(target):
             if isinstance(target, ast.Name):
+                if self.assigns_variable(target.id, value):
+                    self.variable_store(self.lookup(target.id), value, target)
+                    return
                 self.bind(target.id, value, target)
             elif isinstance(target, (ast.Tuple, ast.List)):
                 self.unpack(target, value)
             elif isinstance(target, ast.Subscript):
-                buffer = self.eval(target.value)
+                buffer = self.eval_buffer(target.value)
                 if isinstance(buffer, View):
                     self.store(*self.view_element(buffer, target.slice, "write"), value, target)
                     return

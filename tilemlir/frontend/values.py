@@ -40,6 +40,7 @@ class Buffer:
     name: str
     node: ast.AST | None = None
     op: Any = None  # the tile.alloc_* op, None for parameters
+    variable: bool = False  # T.alloc_var: its name reads and assigns element 0 (frontend/tilelang_ops.py)
 
     @property
     def rank(self) -> int:

@@ -29,6 +29,7 @@ class View:
     shape: tuple
     name: str
     per_thread = False  # a PerThreadBuffer (frontend/threads.py): indexed by the thread, not reshaped
+    variable = False  # a per-thread T.alloc_var: its name reads and assigns element 0
 
     @property
     def rank(self) -> int:
