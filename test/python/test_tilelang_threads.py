@@ -226,3 +226,34 @@ def test_alloc_var_as_a_scalar_variable(tmp_path, rng):
     want = np.where(a >= starts[:, None], count * 100 + t, count).astype(np.int32)
     for b in run_everywhere(load_module(tmp_path, SCALAR_VARIABLES).k, a, starts):
         assert np.array_equal(b, want)
+
+
+def test_tile_operations_under_a_thread_condition_are_refused(tmp_path):
+    err = frontend_error(tmp_path, """
+    @tilemlir.jit
+    def k(A: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64) as bx:
+            s = T.alloc_shared((64,), T.float32)
+            if @@T.get_thread_binding() < 32:
+                T.copy(A, s)
+    """)
+    assert "tile operations on a range of threads, TileLang's `if tx < 32:` around them, are not supported" \
+        in message(err)
+
+
+INLINE_BINDING = """
+@tilemlir.jit(out_idx=[-1])
+def k(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+    with T.Kernel(1, threads=64) as bx:
+        if T.get_thread_binding() < 32:
+            B[T.get_thread_binding()] = A[T.get_thread_binding()] * 2.0
+        else:
+            B[T.get_thread_binding()] = -1.0
+"""
+
+
+def test_inline_thread_binding(tmp_path, rng):
+    a = rng.standard_normal(64).astype(np.float32)
+    want = np.where(np.arange(64) < 32, a * np.float32(2), np.float32(-1))
+    for b in run_everywhere(load_module(tmp_path, INLINE_BINDING).k, a):
+        assert np.array_equal(b, want)

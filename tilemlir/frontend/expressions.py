@@ -89,7 +89,7 @@ def plain_number(value: Any) -> Any:
 
 def is_dynamic(value: Any) -> bool:
     """Whether `value` must be computed at run time (a Scalar, a Buffer, or a symbolic dim)."""
-    return is_runtime(value) or isinstance(value, (Symbolic, DimExpr))
+    return is_runtime(value) or isinstance(value, (Symbolic, DimExpr, ThreadIndex))
 
 
 class ExprMixin:

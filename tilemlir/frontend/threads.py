@@ -148,7 +148,7 @@ class ThreadsMixin:
                 if binding is not None and (_holds_thread_index(binding.value)
                                             or isinstance(binding.value, PerThreadBuffer)):
                     return True
-        return False
+        return self.uses_intrinsics(stmt, _BINDINGS)  # `if T.get_thread_binding() < 32:`
 
     def thread_mode(self) -> bool:
         """Does the kernel ask for thread indices (`T.get_thread_binding` anywhere in its T.Kernel block)?
@@ -301,7 +301,8 @@ class ThreadsMixin:
                 f"{index!r} is used outside thread code: a thread index has a value only in the statements of the "
                 "T.Kernel block that run per thread, not inside T.Parallel or T.Pipelined headers, nor in a "
                 "condition or loop that holds T.sync_threads() or a tile operation (every thread must reach "
-                "those the same way)")
+                "those the same way; tile operations on a range of threads, TileLang's `if tx < 32:` around "
+                "them, are not supported)")
         x, y, _ = self.kernel.thread_extents
         t = Scalar(code.thread, INDEX)
         parts = {0: (1, x), 1: (x, y), 2: (x * y, None)}
