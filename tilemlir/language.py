@@ -166,6 +166,82 @@ class Symbolic:
         return f"T.symbolic({self.name!r})"
 
 
+
+class _DimArithmetic:
+    """`+ - * // %` on symbolic dims and ints make a `DimExpr` (TileLang's PrimExpr arithmetic in factories)."""
+
+    def __add__(self, other):
+        return DimExpr.make("+", self, other)
+
+    def __radd__(self, other):
+        return DimExpr.make("+", other, self)
+
+    def __sub__(self, other):
+        return DimExpr.make("-", self, other)
+
+    def __rsub__(self, other):
+        return DimExpr.make("-", other, self)
+
+    def __mul__(self, other):
+        return DimExpr.make("*", self, other)
+
+    def __rmul__(self, other):
+        return DimExpr.make("*", other, self)
+
+    def __floordiv__(self, other):
+        return DimExpr.make("//", self, other)
+
+    def __rfloordiv__(self, other):
+        return DimExpr.make("//", other, self)
+
+    def __mod__(self, other):
+        return DimExpr.make("%", self, other)
+
+    def __rmod__(self, other):
+        return DimExpr.make("%", other, self)
+
+    def __truediv__(self, other):
+        raise DeclarationError(f"'/' on dims is not supported: dims are integers, use '//' or T.ceildiv "
+                               f"({self!r} / {other!r})")
+
+    __rtruediv__ = __truediv__
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__", "__rfloordiv__",
+            "__mod__", "__rmod__", "__truediv__", "__rtruediv__"):
+    setattr(Symbolic, _op, getattr(_DimArithmetic, _op))
+
+
+@_dataclass(frozen=True, eq=False)
+class DimExpr(_DimArithmetic):
+    """Integer arithmetic on symbolic dims written in Python code (a factory, host code): `M * N`,
+    `T.ceildiv(M, 128)`. Kernel code computes it at run time from the dims' values (a grid size, a loop
+    bound, an index); a tensor shape cannot hold one (docs/tilelang.md). `op` is one of `+ - * // %` or
+    "ceildiv"; operands are ints, `T.symbolic` dims and DimExprs."""
+
+    op: str
+    left: _Any
+    right: _Any
+
+    @staticmethod
+    def make(op: str, left, right) -> "DimExpr":
+        for value in (left, right):
+            if not isinstance(value, (Symbolic, DimExpr)) and (isinstance(value, _PyBool)
+                                                               or not isinstance(value, _numbers.Integral)):
+                raise DeclarationError(f"'{op}' on a dim needs an int or another dim, got {value!r}")
+        return DimExpr(op, left if not isinstance(left, _numbers.Integral) else _PyInt(left),
+                       right if not isinstance(right, _numbers.Integral) else _PyInt(right))
+
+    def __repr__(self) -> str:
+        if self.op == "ceildiv":
+            return f"T.ceildiv({self.left!r}, {self.right!r})"
+        return f"({_dim_text(self.left)} {self.op} {_dim_text(self.right)})"
+
+
+def _dim_text(value) -> str:
+    return value.name if isinstance(value, Symbolic) else repr(value)
+
+
 def symbolic(name: str) -> Symbolic:
     """A dynamic dimension named `name`, bound at call time from the tensors that use it."""
     return Symbolic(name)
@@ -248,6 +324,11 @@ def _dim(dim):
     """A tensor dim: a T.symbolic dim, or an integer (numpy integers included) as a Python int."""
     if isinstance(dim, Symbolic):
         return dim
+    if isinstance(dim, DimExpr):
+        raise DeclarationError(
+            f"arithmetic on dims is not supported in a tensor shape ({dim!r}): a tensor dim is an int or a "
+            "T.symbolic dim; declare that dim as its own T.symbolic and state how they relate with T.assume in the "
+            "kernel (docs/tilelang.md)")
     if not isinstance(dim, _PyBool) and isinstance(dim, _numbers.Integral):
         return _PyInt(dim)
     raise DeclarationError(f"T.Tensor dims must be positive ints or T.symbolic dims, got {dim!r}")
@@ -281,6 +362,9 @@ class _AffineExpr:
     def __init__(self, text: str, constant: int | None = None):
         self.text = text
         self.constant = constant
+
+    def __repr__(self) -> str:
+        return self.text
 
     @staticmethod
     def lift(value) -> "_AffineExpr":
@@ -336,6 +420,11 @@ class Layout:
     """
 
     def __init__(self, thread_map, local_map, replicate: int = 1):
+        if isinstance(thread_map, (tuple, list)):
+            raise DeclarationError(
+                "T.Layout(shape, forward_fn) (TileLang's shared-memory layout) is not supported: tilemlir chooses "
+                "shared-memory layouts itself; tilemlir's T.Layout(thread_map, local_map) and T.Fragment describe "
+                "fragments (docs/tilelang.md)")
         if not isinstance(replicate, _PyInt) or replicate < 1:
             raise ValueError(f"Layout replicate must be a positive int, got {replicate!r}")
         self.thread_map = thread_map
@@ -349,6 +438,56 @@ class Layout:
 
     def __repr__(self) -> str:
         return f"T.Layout({self.thread_map!r}, {self.local_map!r}, replicate={self.replicate})"
+
+
+class Fragment:
+    """TileLang's fragment layout for `T.annotate_layout`: `T.Fragment(shape, forward_thread_fn=...,
+    replicate=1, forward_index_fn=...)` or `T.Fragment(shape, forward_fn=...)` returning (thread, index).
+    The functions take the fragment indices (and, with `replicate > 1`, the replica last, for the thread)
+    and use `+ - * // %` with ints; the index is one register index. It becomes a `T.Layout`."""
+
+    def __init__(self, shape, forward_fn=None, forward_thread_fn=None, replicate: int = 1, forward_index_fn=None):
+        if isinstance(shape, _numbers.Integral):
+            shape = (shape,)
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, _numbers.Integral) for d in shape):
+            raise DeclarationError(f"T.Fragment needs the fragment's shape as a tuple of ints, got {shape!r}")
+        if (forward_fn is None) == (forward_thread_fn is None):
+            raise DeclarationError("T.Fragment takes forward_fn (giving thread and index) or forward_thread_fn (with "
+                                   "forward_index_fn)")
+        if forward_fn is None and forward_index_fn is None:
+            raise DeclarationError("T.Fragment without forward_index_fn (the register index) is not supported: "
+                                   "give forward_index_fn")
+        self.shape = tuple(_PyInt(d) for d in shape)
+        self.replicate = replicate
+        self.forward_fn, self.thread_fn, self.index_fn = forward_fn, forward_thread_fn, forward_index_fn
+
+    def layout(self) -> "Layout":
+        """The same layout as a T.Layout of affine-map text."""
+        rank, reps = len(self.shape), 1 if self.replicate > 1 else 0
+        dims = [_AffineExpr(f"d{i}") for i in range(rank)]
+        rep = [_AffineExpr("s0")] if reps else []
+        if self.forward_fn is not None:
+            thread, _ = _pair(self.forward_fn(*dims, *rep))
+            _, index = _pair(self.forward_fn(*dims, *([_AffineExpr("0", 0)] if reps else [])))
+        else:
+            thread, index = self.thread_fn(*dims, *rep), self.index_fn(*dims)
+        if isinstance(index, (tuple, list)):
+            if len(index) != 1:
+                raise ValueError(f"T.Fragment's index must be one register index, got {len(index)}")
+            index = index[0]
+        dim_list = ", ".join(f"d{i}" for i in range(rank))
+        symbols = "[s0]" if reps else ""
+        return Layout(f"({dim_list}){symbols} -> ({_AffineExpr.lift(thread).text})",
+                      f"({dim_list}) -> ({_AffineExpr.lift(index).text})", self.replicate)
+
+    def __repr__(self) -> str:
+        return f"T.Fragment({self.shape!r}, replicate={self.replicate})"
+
+
+def _pair(value):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise ValueError(f"T.Fragment's forward_fn must return (thread, index), got {value!r}")
+    return value
 
 
 def _map_text(fn, rank: int, symbols: int, what: str) -> str:
@@ -565,6 +704,8 @@ def ceildiv(a, b):
     """ceil(a / b) for integers; on Python ints it computes right away."""
     if isinstance(a, _PyInt) and isinstance(b, _PyInt):
         return -(-a // b)
+    if isinstance(a, (Symbolic, DimExpr)) or isinstance(b, (Symbolic, DimExpr)):
+        return DimExpr.make("ceildiv", a, b)
     _kernel_only("T.ceildiv on non-integers")
 
 
@@ -741,8 +882,71 @@ def empty(shape, dtype="float32"):
     _kernel_only("T.empty")
 
 
+def _thread_query(name: str, doc: str) -> _Callable:
+    def marker(dim: int = 0):
+        _kernel_only(f"T.{name}")
+
+    marker.__name__ = marker.__qualname__ = name
+    marker.__doc__ = doc + " (docs/tilelang.md, \"Thread-level code\")"
+    return _intrinsic(marker)
+
+
+get_thread_binding = _thread_query("get_thread_binding", "The thread's index along `dim` (0: x, 1: y, 2: z) of threads=")
+get_thread_bindings = _thread_query("get_thread_bindings", "[x, y, z] thread indices")
+get_thread_extent = _thread_query("get_thread_extent", "The block's thread count along `dim`, a Python int")
+get_thread_extents = _thread_query("get_thread_extents", "The block's thread counts [x, y, z]")
+get_block_binding = _thread_query("get_block_binding", "The block's index along `dim` of the grid (0 past it)")
+get_block_bindings = _thread_query("get_block_bindings", "The block's indices [x, y, z]")
+get_block_extent = _thread_query("get_block_extent", "The grid's extent along `dim` (1 past it)")
+get_block_extents = _thread_query("get_block_extents", "The grid's extents [x, y, z]")
+
+
+@_intrinsic
+def reshape(src, shape):
+    """TileLang's `T.reshape(src, shape)`: the same elements (row-major) under another shape, for element access."""
+    _kernel_only("T.reshape")
+
+
+@_intrinsic
+def view(src, shape=None, dtype=None):
+    """TileLang's `T.view(src, shape)`: as T.reshape (a different dtype is not supported)."""
+    _kernel_only("T.view")
+
+
+@_intrinsic
+def alloc_reducer(shape, dtype, op="sum", replication=None):
+    """TileLang's reducer: a deferred "sum" / "max" / "min" over contributions (docs/tilelang.md, "Reducers")."""
+    _kernel_only("T.alloc_reducer")
+
+
+@_intrinsic
+def reducer_init(reducer, init=None):
+    """Open a reducer's epoch; `init` (the op's identity without one) is combined once per element."""
+    _kernel_only("T.reducer_init")
+
+
+@_intrinsic
+def reducer_update(target, value):
+    """`T.reducer_update(acc[indices], value)`: contribute `value` to one element, exactly once per point."""
+    _kernel_only("T.reducer_update")
+
+
+@_intrinsic
+def finalize_reducer(reducer, dst=None, batch=1, annotations=None):
+    """Close a reducer's epoch: its results go into the fragment `dst`."""
+    _kernel_only("T.finalize_reducer")
+
+
+@_intrinsic
+def sync_threads(barrier_id=None, arrive_count=None):
+    """Barrier for every thread of the block (`__syncthreads()`), ending the per-thread code before it."""
+    _kernel_only("T.sync_threads")
+
+
 def cdiv(a, b):
-    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories)."""
+    """ceil(a / b) of Python ints (TileLang's `tilelang.cdiv`, for host code and factories); of dims, a DimExpr."""
+    if any(isinstance(v, (Symbolic, DimExpr)) for v in (a, b)):
+        return DimExpr.make("ceildiv", a, b)
     if not all(isinstance(v, _numbers.Integral) and not isinstance(v, _PyBool) for v in (a, b)):
         raise TypeError(f"cdiv takes two ints, got {a!r} and {b!r}")
     return -(-a // b)
@@ -767,9 +971,6 @@ class LanguageAttributeError(_CompileError, AttributeError):
 
 # TileLang features that are not (yet) part of tilemlir's language (docs/tilelang.md, "Not supported").
 _TILELANG_UNSUPPORTED = {
-    "alloc_reducer": "reducer buffers",
-    "reshape": "buffer reshapes", "view": "buffer views", "Fragment": "explicit fragment layouts",
-    "get_thread_binding": "explicit thread indices", "sync_threads": "explicit barriers",
     "alloc_barrier": "mbarriers",
     "atomic_max": "atomic max", "atomic_min": "atomic min", "cumsum": "scans", "reduce": "custom reductions",
     "reduce_prod": "product reductions", "async_copy": "explicit asynchronous copies",
@@ -796,12 +997,16 @@ _TILELANG_NAMES = [
     "half", "float", "double", "short", "int", "uint", "long", "float8_e4m3fn",
     "Serial", "vectorized", "StridedTensor", "Cast", "Select", "And", "Or", "clamp", "max_value", "min_value",
     "alloc_var", "const", "empty", "cdiv", "next_power_of_2",
+    "get_thread_binding", "get_thread_bindings", "get_thread_extent", "get_thread_extents", "get_block_binding",
+    "get_block_bindings", "get_block_extent", "get_block_extents", "sync_threads",
+    "alloc_reducer", "reducer_init", "reducer_update", "finalize_reducer", "reshape", "view",
 ]
 
 
 __all__ = [
     *DTYPES,
-    "DType", "DTYPES", "dtype", "Symbolic", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
+    "DType", "DTYPES", "dtype", "Symbolic", "DimExpr", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
+    "Fragment",
     "Kernel", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",

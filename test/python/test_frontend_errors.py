@@ -380,17 +380,6 @@ def test_name_bound_in_one_branch_only(tmp_path):
     assert "it was assigned inside the `if` branch at line 9" in message(err)
 
 
-def test_fragment_element_outside_parallel(tmp_path):
-    err = frontend_error(tmp_path, """
-        @tilemlir.jit
-        def k(X: T.Tensor((M, 128), T.float32)):
-            with T.Kernel(M, threads=128) as bx:
-                a = T.alloc_fragment((4, 128), T.float32)
-                @@a[0, 0] = 1.0
-    """)
-    assert message(err).startswith("cannot write an element of fragment 'a' outside T.Parallel")
-
-
 def test_second_kernel_block(tmp_path):
     err = frontend_error(tmp_path, """
         @tilemlir.jit

@@ -327,15 +327,15 @@ def test_factory_code_failures_are_located_errors(tmp_path):
     clean, line, col = marked("""
     @tilemlir.jit
     def factory(n):
-        acc = @@T.alloc_reducer((n,), T.float32)
+        acc = @@T.alloc_barrier(n)
         return acc
     """)
     module = load_module(tmp_path, clean)
     with pytest.raises(CompileError) as info:
         module.factory(4)
-    assert "T.alloc_reducer (TileLang's reducer buffers) is not supported by tilemlir" in str(info.value)
+    assert "T.alloc_barrier (TileLang's mbarriers) is not supported by tilemlir" in str(info.value)
     assert (info.value.location.line, info.value.location.col) == (line, col)
-    assert not hasattr(T, "alloc_reducer") and hasattr(T, "alloc_fragment")
+    assert not hasattr(T, "alloc_barrier") and hasattr(T, "alloc_fragment")
 
 
 def test_unsupported_tilelang_feature_in_kernel_code(tmp_path):
@@ -343,9 +343,9 @@ def test_unsupported_tilelang_feature_in_kernel_code(tmp_path):
     @tilemlir.jit
     def k(A: T.Tensor((M,), T.float32)):
         with T.Kernel(1, threads=32) as bx:
-            v = @@T.alloc_reducer((32,), T.float32)
+            v = @@T.alloc_barrier(1)
     """)
-    assert message(err) == "T.alloc_reducer (TileLang's reducer buffers) is not supported by tilemlir " \
+    assert message(err) == "T.alloc_barrier (TileLang's mbarriers) is not supported by tilemlir " \
                            "(docs/tilelang.md lists what is)"
 
 

@@ -25,11 +25,14 @@ from tilemlir.frontend.eager import EagerMixin
 from tilemlir.frontend.expressions import ExprMixin
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.frontend.macros import MacroMixin
+from tilemlir.frontend.reducers import ReducersMixin
 from tilemlir.frontend.signature import SignatureMixin
 from tilemlir.frontend.source import KernelError, KernelSource, is_unbound
 from tilemlir.frontend.statements import StmtMixin
 from tilemlir.frontend.tilelang_ops import TileLangOpsMixin
+from tilemlir.frontend.threads import ThreadsMixin
 from tilemlir.frontend.tileops import TileOpsMixin
+from tilemlir.frontend.views import ViewsMixin
 from tilemlir.frontend.values import Binding, KernelState, Scope, is_runtime
 from tilemlir.mlir import MLIRError, func, ir
 
@@ -43,11 +46,13 @@ _SCOPE_HINTS = {
     "pipelined": "assign it before the loop, or keep it in a buffer",
     "if": "assign it in both branches, or before the `if`",
     "else": "assign it in both branches, or before the `if`",
+    "thread": "per-thread values and T.alloc_local buffers end with their thread code, at T.sync_threads() or the "
+              "next tile operation; keep what must outlive it in shared memory, indexed by the thread",
 }
 
 
-class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin, TileLangOpsMixin,
-                    EagerMixin, SignatureMixin, DebugOpsMixin):
+class KernelBuilder(ThreadsMixin, ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, TileOpsMixin,
+                    TileLangOpsMixin, ReducersMixin, ViewsMixin, EagerMixin, SignatureMixin, DebugOpsMixin):
     """Builds the tile-level module of one kernel function (see the module docstring)."""
 
     def __init__(self, source: KernelSource, context: ir.Context, eager=None):
@@ -217,5 +222,12 @@ class KernelBuilder(ExprMixin, CallMixin, MacroMixin, StmtMixin, ControlMixin, T
             raise KernelError(
                 f"{what} works on whole tiles and cannot be used inside T.Parallel; move it before or after the loop",
                 notes=(self.note(parallel.node, "the enclosing T.Parallel loop"),),
+            )
+        thread = self.in_scope("thread")
+        if thread is not None:
+            raise KernelError(
+                f"{what} acts on the whole block and cannot be used in per-thread code (a macro's body, or a "
+                "condition or loop over thread indices); move it out",
+                notes=(self.note(thread.node, "the per-thread code starts here"),),
             )
 

@@ -55,15 +55,14 @@ class ControlMixin:
         args = self.bind_call("T.Kernel", call, ["threads", "min_blocks"], defaults={"threads": 128, "min_blocks": None},
                               varargs=True)
         grid = self.kernel_grid(call, args)
-        threads = self.compile_time_arg(args, "threads", int, "a compile-time integer (a Python int)")
-        if not 1 <= threads <= tile.MAX_THREADS:
-            raise KernelError(f"threads must be in 1..{tile.MAX_THREADS}, got {threads}", args.node_of("threads"))
+        extents = self.kernel_thread_extents(args)
+        threads = extents[0] * extents[1] * extents[2]
         min_blocks = self.kernel_min_blocks(args, threads)
         op = tile.kernel([g.value for g in grid], threads, min_blocks=min_blocks)
         block = tile.body_block(op)
         with self.scoped("kernel", node) as scope:
-            self.kernel = KernelState(node, scope, threads, grid)
             indices = [Scalar(arg, INDEX) for arg in block.arguments]
+            self.kernel = KernelState(node, scope, threads, grid, tuple(extents), indices)
             if item.optional_vars is not None:
                 self.bind_block_indices(item.optional_vars, indices)
             with ir.InsertionPoint(block):
@@ -213,6 +212,7 @@ class ControlMixin:
             with ir.InsertionPoint(block):
                 self.emit_body(node.body)
                 tile.yield_()
+        self.finish_reducer_updates(op.operation)
 
     def parallel_names(self, target: ast.expr, count: int) -> list[str]:
         nodes = self.target_nodes(target)

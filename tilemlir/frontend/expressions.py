@@ -17,7 +17,9 @@ import numpy as np
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
-from tilemlir.language import DType, Symbolic
+from tilemlir.frontend.threads import ThreadIndex
+from tilemlir.frontend.views import View
+from tilemlir.language import DimExpr, DType, Symbolic
 from tilemlir.mlir import memref
 
 _BINARY = {
@@ -87,7 +89,7 @@ def plain_number(value: Any) -> Any:
 
 def is_dynamic(value: Any) -> bool:
     """Whether `value` must be computed at run time (a Scalar, a Buffer, or a symbolic dim)."""
-    return is_runtime(value) or isinstance(value, Symbolic)
+    return is_runtime(value) or isinstance(value, (Symbolic, DimExpr, ThreadIndex))
 
 
 class ExprMixin:
@@ -106,7 +108,19 @@ class ExprMixin:
         """A symbolic dim as its run-time index value; anything else unchanged."""
         if isinstance(value, Symbolic):
             return self.symbol_value(value)
+        if isinstance(value, DimExpr):
+            return self.dim_expr_value(value)
+        if isinstance(value, ThreadIndex):
+            return self.thread_index_value(value)
         return value
+
+    def dim_expr_value(self, expr: DimExpr) -> Scalar:
+        """A factory's arithmetic on dims, computed from the dims' run-time values."""
+        left, right = (self.materialize(v) for v in (expr.left, expr.right))
+        if expr.op == "ceildiv":
+            return scalars.ceildiv(left, right)
+        return scalars.binary(expr.op, scalars.to_index(left) if isinstance(left, Scalar) else left,
+                              scalars.to_index(right) if isinstance(right, Scalar) else right)
 
     def operand(self, value: Any, what: str) -> Any:
         """A value usable in element arithmetic: a Scalar or a Python number."""
@@ -127,7 +141,18 @@ class ExprMixin:
         return node.value
 
     def expr_Name(self, node: ast.Name) -> Any:
-        return self.lookup(node.id)
+        value = self.lookup(node.id)
+        if getattr(value, "variable", False):
+            return self.variable_value(value)
+        return self.thread_index_value(value) if isinstance(value, ThreadIndex) else value
+
+    def eval_buffer(self, node: ast.expr) -> Any:
+        """The value of the buffer side of `node[...]`: a T.alloc_var's buffer itself, not its value."""
+        if isinstance(node, ast.Name):
+            value = self.lookup(node.id)
+            if getattr(value, "variable", False):
+                return value
+        return self.eval(node)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
@@ -297,7 +322,10 @@ class ExprMixin:
     # Subscripts: buffer element loads and compile-time indexing.
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.eval(node.value)
+        base = self.eval_buffer(node.value)
+        if isinstance(base, View):
+            base, indices = self.view_element(base, node.slice, "read")
+            return Scalar(memref.LoadOp(base.value, indices).result, base.dtype)
         if isinstance(base, Buffer):
             indices = self.element_indices(base, node.slice, "read")
             return Scalar(memref.LoadOp(base.value, indices).result, base.dtype)
@@ -306,6 +334,8 @@ class ExprMixin:
         key = self.compile_time_key(node.slice)
         try:
             return base[key]
+        except KernelError:
+            raise
         except Exception as exc:
             raise KernelError(f"compile-time indexing failed: {type(exc).__name__}: {exc}") from None
 
@@ -359,11 +389,6 @@ class ExprMixin:
     def check_element_access(self, buffer: Buffer, access: str) -> None:
         if self.kernel is None or not self.kernel.scope.active:
             raise KernelError(f"cannot {access} elements of '{buffer.name}' outside the `with T.Kernel(...)` block")
-        if buffer.space == "fragment" and self.in_scope("parallel") is None:
-            raise KernelError(
-                f"cannot {access} an element of fragment '{buffer.name}' outside T.Parallel: a fragment is spread over "
-                f"the block's threads; use `for i in T.Parallel(...)` (or copy it to a local buffer)"
-            )
 
     def dtype_value(self, value: Any, node: ast.AST) -> DType:
         from tilemlir import language as T

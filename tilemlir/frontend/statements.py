@@ -13,6 +13,7 @@ from tilemlir.frontend import scalars
 from tilemlir.frontend.expressions import _BINARY, is_dynamic
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.values import Buffer, Scalar, is_runtime
+from tilemlir.frontend.views import View
 from tilemlir.mlir import memref
 
 _UNSUPPORTED_STATEMENTS = {
@@ -64,10 +65,6 @@ def assigned_names(statements: list[ast.stmt]) -> list[str]:
 
 class StmtMixin:
     """Statement handling for `KernelBuilder`."""
-
-    def emit_body(self, statements: list[ast.stmt]) -> None:
-        for stmt in statements:
-            self.emit_stmt(stmt)
 
     def emit_stmt(self, node: ast.stmt) -> None:
         with self.located(node):
@@ -158,12 +155,15 @@ class StmtMixin:
         if isinstance(target, ast.Name):
             current = self.eval(target)
             rhs = self.eval(node.value)
-            self.bind(target.id, self.apply_binary(symbol, python_op, current, rhs), target)
+            self.assign(target, self.apply_binary(symbol, python_op, current, rhs), node)
         elif isinstance(target, ast.Subscript):
-            buffer = self.eval(target.value)
-            if not isinstance(buffer, Buffer):
+            buffer = self.eval_buffer(target.value)
+            if isinstance(buffer, View):
+                buffer, indices = self.view_element(buffer, target.slice, "update")
+            elif not isinstance(buffer, Buffer):
                 raise KernelError("augmented assignment into a subscript needs a buffer on the left", target.value)
-            indices = self.element_indices(buffer, target.slice, "update")
+            else:
+                indices = self.element_indices(buffer, target.slice, "update")
             with self.located(target):
                 current = Scalar(memref.LoadOp(buffer.value, indices).result, buffer.dtype)
             rhs = self.eval(node.value)
@@ -182,11 +182,17 @@ class StmtMixin:
     def assign(self, target: ast.expr, value: Any, node: ast.AST) -> None:
         with self.located(target):
             if isinstance(target, ast.Name):
+                if self.assigns_variable(target.id, value):
+                    self.variable_store(self.lookup(target.id), value, target)
+                    return
                 self.bind(target.id, value, target)
             elif isinstance(target, (ast.Tuple, ast.List)):
                 self.unpack(target, value)
             elif isinstance(target, ast.Subscript):
-                buffer = self.eval(target.value)
+                buffer = self.eval_buffer(target.value)
+                if isinstance(buffer, View):
+                    self.store(*self.view_element(buffer, target.slice, "write"), value, target)
+                    return
                 if not isinstance(buffer, Buffer):
                     raise KernelError(
                         f"cannot assign into a subscript of a {type(buffer).__name__} value: only buffer elements "

@@ -6,7 +6,8 @@ Each computes what TileLang's does (docs/tilelang.md): `T.Cast(dtype, x)` is
 `T.cast(x, dtype)`, `T.Select` evaluates both sides like `T.if_then_else`,
 `T.clamp(x, lo, hi)` is `T.min(T.max(x, lo), hi)`, `T.max_value` /
 `T.min_value` are the dtype's finite extremes, `T.alloc_var(dtype, init)` is
-a one-element per-thread buffer (`v[0]`) that starts at `init` (0 without).
+a one-element per-thread buffer that starts at `init` (0 without), used as a
+scalar (`v = x` stores into it, `v` reads it) or as `v[0]`.
 `T.copy(..., disable_tma=, coalesced_width=, eviction_policy=)` hints change
 no result and are checked, then left to the emitter; `T.atomic_add`'s adds
 are relaxed, so `memory_order` other than "relaxed" is refused rather than
@@ -26,6 +27,7 @@ from tilemlir.frontend.expressions import is_dynamic
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import FLOAT_MAX, INDEX, int_range
 from tilemlir.frontend.values import Buffer, Scalar
+from tilemlir.mlir import memref
 from tilemlir.language import DType
 
 _VAR_SCOPES = ("local.var", "local")
@@ -122,10 +124,35 @@ class TileLangOpsMixin:
             raise KernelError("T.alloc_var: allocate variables at the top level of the T.Kernel block, not inside a "
                               "loop or `if`")
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
-        variable = self.new_buffer(node, "local", tile.alloc_local, [1], dtype)
-        zero = scalars.constant(0, INDEX).value
-        self.store(variable, [zero], 0 if init is None else init, args.node_of("init"))
+        if self.thread_mode():
+            variable = self.per_thread_buffer(node, [1], dtype, 0 if init is None else init, args.node_of("init"))
+        else:
+            variable = self.new_buffer(node, "local", tile.alloc_local, [1], dtype)
+            zero = scalars.constant(0, INDEX).value
+            self.store(variable, [zero], 0 if init is None else init, args.node_of("init"))
+        variable.variable = True
         return variable
+
+    def assigns_variable(self, name: str, value: Any) -> bool:
+        """`v = value` where `v` names a live T.alloc_var: a store into it (TileLang's scalar variables)."""
+        binding = self.env.get(name)
+        return (binding is not None and binding.scope.active and not binding.unusable
+                and getattr(binding.value, "variable", False) and not getattr(value, "variable", False)
+                and not isinstance(value, Buffer))
+
+    def variable_value(self, variable) -> Scalar:
+        buffer, indices = self.variable_element(variable)
+        return Scalar(memref.LoadOp(buffer.value, indices).result, buffer.dtype)
+
+    def variable_store(self, variable, value: Any, node: ast.AST) -> None:
+        buffer, indices = self.variable_element(variable)
+        self.store(buffer, indices, value, node)
+
+    def variable_element(self, variable) -> tuple:
+        zero = scalars.constant(0, INDEX).value
+        if isinstance(variable, Buffer):
+            return variable, [zero]
+        return variable.base, self.per_thread_element(variable, [zero])
 
     def check_copy_hints(self, args) -> None:
         """T.copy's TileLang hints: checked for type, then left to the emitter (which picks vector widths and

@@ -56,6 +56,8 @@ class TileOpsMixin:
         args = self.bind_call(what, node, ["shape", "dtype"])
         shape = self.static_shape(self.arg(args, "shape"), args.node_of("shape"), what)
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        if space == "local" and self.thread_mode():
+            return self.per_thread_buffer(node, shape, dtype)
         return self.new_buffer(node, space, build, shape, dtype)
 
     def new_buffer(self, node: ast.Call, space: str, build, shape: list[int], dtype: T.DType) -> Buffer:
@@ -79,6 +81,9 @@ class TileOpsMixin:
                     "symbolic dim in tiles",
                     node,
                 )
+            if isinstance(dim, T.DimExpr):
+                raise KernelError(f"{what}: {dim!r} depends on symbolic dims, but on-chip buffers need a constant "
+                                  "shape", node)
             if isinstance(dim, Scalar):
                 raise KernelError(
                     f"{what}: a run-time value is used where a compile-time constant is required; on-chip buffers "
@@ -468,9 +473,21 @@ class TileOpsMixin:
         for buffer, layout in layouts.items():
             if not isinstance(buffer, Buffer) or buffer.space != "fragment":
                 raise KernelError(f"T.annotate_layout: keys must be fragments, got {getattr(buffer, 'name', buffer)!r}")
+            if isinstance(layout, T.Fragment):
+                layout = self.fragment_layout(buffer, layout)
             if not isinstance(layout, T.Layout):
-                raise KernelError(f"T.annotate_layout: the layout of '{buffer.name}' must be a T.Layout, got {layout!r}")
+                raise KernelError(f"T.annotate_layout: the layout of '{buffer.name}' must be a T.Layout or "
+                                  f"T.Fragment, got {layout!r}")
             buffer.op.operation.attributes["tile.annotated_layout"] = self.layout_attribute(buffer, layout)
+
+    def fragment_layout(self, buffer: Buffer, fragment: T.Fragment) -> T.Layout:
+        if fragment.shape != tuple(buffer.shape):
+            raise KernelError(f"T.annotate_layout: {fragment!r} describes shape {fragment.shape}, but "
+                              f"{buffer.describe()} is {tuple(buffer.shape)}")
+        try:
+            return fragment.layout()
+        except (TypeError, ValueError) as exc:
+            raise KernelError(f"T.annotate_layout: bad T.Fragment for '{buffer.name}': {exc}") from None
 
     def layout_attribute(self, buffer: Buffer, layout: T.Layout) -> ir.Attribute:
         try:

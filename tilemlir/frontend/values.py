@@ -40,6 +40,7 @@ class Buffer:
     name: str
     node: ast.AST | None = None
     op: Any = None  # the tile.alloc_* op, None for parameters
+    variable: bool = False  # T.alloc_var: its name reads and assigns element 0 (frontend/tilelang_ops.py)
 
     @property
     def rank(self) -> int:
@@ -68,7 +69,7 @@ class Region:
 class Scope:
     """A block of kernel code whose names die with it: the function, the kernel, a run-time loop or if branch."""
 
-    kind: str  # "function", "kernel", "parallel", "serial", "pipelined", "if", "else"
+    kind: str  # "function", "kernel", "parallel", "serial", "pipelined", "if", "else", "thread"
     node: ast.AST
     depth: int
     parent: "Scope | None" = None
@@ -83,6 +84,7 @@ class Scope:
             "pipelined": "the T.Pipelined loop",
             "if": "the `if` branch",
             "else": "the `else` branch",
+            "thread": "the thread code starting",
         }[self.kind]
         return f"{what} at line {line}"
 
@@ -113,6 +115,9 @@ class KernelState:
     scope: Scope
     threads: int
     grid: list = field(default_factory=list)
+    thread_extents: tuple = (1, 1, 1)  # threads= as (x, y, z); `threads` is their product
+    block_indices: list = field(default_factory=list)
+    thread_mode: bool | None = None  # T.get_thread_binding appears in the T.Kernel block (None: not yet known)
 
 
 def format_shape(shape) -> str:

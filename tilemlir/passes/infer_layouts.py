@@ -16,7 +16,18 @@ How layouts are found:
   take the mma.sync fragment layouts (`analysis/mma_layouts.py`), the gemm
   named in conflict messages; `tile.annotated_layout` (T.annotate_layout) on an
   allocation, and full replication for fragments read or written outside
-  any parallel loop (every thread runs that code).
+  any parallel loop (every thread runs that code). A `tile.thread_loop`
+  parallel (thread code, frontend/threads.py: one point per thread of the
+  block) runs point t on thread t.
+- Gathers: an access inside a parallel whose indices are not plain loop
+  variables (`f[63 - i]`, `f[j // 2]`, `f[i, k]` with `k` a serial loop's
+  variable) links nothing. When the layouts found without it let every
+  thread running a point hold the element it touches (the indices
+  evaluated at every point, `analysis/index_values.py`; an index known only
+  at run time in a dim held whole in registers holds anywhere), and for a
+  write that element has one copy, it stays so; otherwise the fragment is
+  fully replicated, and for a written gather the loop too (every thread
+  then runs every point and keeps its own copy current).
 - Chosen layouts (`analysis.layouts.tiled_layout`): each still-open
   component, highest rank and size first, gets the block's threads spread
   with 16 bytes per register run of the element type it loads from global
@@ -40,7 +51,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import (
+    Digit,
     LayoutError,
     TiledLayout,
     replicated_layout,
@@ -56,6 +69,7 @@ from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, wa
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 
+THREAD_LOOP_ATTR = "tile.thread_loop"  # frontend/threads.py sets it on thread code's tile.parallel
 RESOLUTION = (
     "copy the fragment through shared memory (T.copy into a T.alloc_shared buffer, then read that), "
     "or fix the layouts with T.annotate_layout"
@@ -88,6 +102,17 @@ class Access:
     parallel: Node
     fragment: Node
     dims: list[int]
+    write: bool
+    op: ir.Operation
+
+
+@dataclass(eq=False)
+class Gather:
+    """A fragment access inside a parallel indexed by something other than its loop variables."""
+
+    parallel: Node
+    fragment: Node
+    indices: list[ir.Value]
     write: bool
     op: ir.Operation
 
@@ -127,8 +152,10 @@ def _error(op, message: str, notes=()):
 
 
 class _Kernel:
-    def __init__(self, kernel: ir.Operation):
+    def __init__(self, kernel: ir.Operation, replicated: frozenset = frozenset()):
         self.kernel = kernel
+        self.replicated = replicated  # ops (fragments, parallels) whose layout must be fully replicated
+        self.gathers: list[Gather] = []
         self.threads = lir.kernel_threads(kernel)
         self.fragments: dict[ir.Value, Node] = {}
         self.parallels: list[Node] = []
@@ -208,8 +235,19 @@ class _Kernel:
         if parallel is None:
             raise _error(op, f"{fragment.label} is accessed inside a T.Parallel whose extents are not "
                          "compile-time constants; fragment loops need constant extents")
+        if not self._plain_indices(fragment, parallel, indices):
+            self.gathers.append(Gather(parallel, fragment, indices, is_store, op))
+            return
         dims = self._index_dims(op, fragment, parallel, indices)
         self.accesses.append(Access(parallel, fragment, dims, is_store, op))
+
+    @staticmethod
+    def _plain_indices(fragment: Node, parallel: Node, indices) -> bool:
+        """Is every effective dim indexed by its own loop variable of `parallel`?"""
+        block = parallel.op.regions[0].blocks[0]
+        args = [index.arg_number for index in (indices[k] for k in fragment.eff)
+                if isinstance(index, ir.BlockArgument) and index.owner == block and index.arg_number in parallel.eff]
+        return len(args) == len(fragment.eff) and len(set(args)) == len(args)
 
     def _index_dims(self, op, fragment: Node, parallel: Node, indices) -> list[int]:
         block = parallel.op.regions[0].blocks[0]
@@ -218,16 +256,10 @@ class _Kernel:
         for k in fragment.eff:
             index = indices[k]
             arg = index if isinstance(index, ir.BlockArgument) and index.owner == block else None
-            if arg is None or arg.arg_number not in eff_of_arg:
-                raise _error(op, f"{fragment.label} is indexed in dim {k} by something other than a "
-                             "T.Parallel loop variable; a fragment element can only be reached through "
-                             "the loop variables of the T.Parallel around it")
             if parallel.shape[arg.arg_number] > fragment.shape[k]:
                 raise _error(op, f"T.Parallel extent {parallel.shape[arg.arg_number]} exceeds dim {k} of "
                              f"{fragment.label} ({fragment.shape[k]})")
             dims.append(eff_of_arg[arg.arg_number])
-        if len(set(dims)) != len(dims):
-            raise _error(op, f"{fragment.label} is indexed by the same loop variable in two dims")
         return dims
 
 
@@ -444,7 +476,9 @@ class _Solver:
         for node, layout, origin in self.kernel.mma_fixed:
             self._fix(node.comp, layout.permuted(_inverse(node.perm)), origin, node)
         self._fix_annotated()
+        self._fix_thread_loops()
         self._fix_serial()
+        self._fix_replicated()
         while True:
             open_comps = [c for c in self.comps if c.layout is None]
             if not open_comps:
@@ -462,6 +496,24 @@ class _Solver:
             layout = replicated_layout(node.comp.shape, self.kernel.threads)
             self._fix(node.comp, layout, (f"{node.label} is accessed outside T.Parallel, so every thread "
                                           "holds all of it", op), node)
+
+    def _fix_thread_loops(self) -> None:
+        for node in self.kernel.parallels:
+            if THREAD_LOOP_ATTR in node.op.attributes:
+                layout = thread_identity_layout(node.comp.shape, self.kernel.threads)
+                if layout is None:
+                    raise _error(node.op, f"a per-thread loop must run one point on each of the {self.kernel.threads} "
+                                 f"threads, but it has {math.prod(node.shape)} points")
+                self._fix(node.comp, layout, ("it is per-thread code: point t runs on thread t", node.op), node)
+
+    def _fix_replicated(self) -> None:
+        for gather in self.kernel.gathers:
+            for node in (gather.fragment, gather.parallel):
+                if node.op in self.kernel.replicated:
+                    layout = replicated_layout(node.comp.shape, self.kernel.threads)
+                    why = (f"{gather.fragment.label} is indexed here by an expression the layouts cannot follow, so "
+                           "every thread holds all of it" + (" and runs every point" if gather.write else ""))
+                    self._fix(node.comp, layout, (why, gather.op), node)
 
     def _fix(self, comp: Component, layout: TiledLayout, origin, node: Node) -> None:
         if comp.layout is None:
@@ -574,18 +626,76 @@ def _inverse(perm: list[int]) -> list[int]:
 
 def _write_back(kernel: _Kernel, comps: list[Component]) -> None:
     for node in [*kernel.fragments.values(), *kernel.parallels]:
-        comp_layout = node.comp.layout
-        layout = comp_layout.permuted(node.perm) if node.perm else comp_layout
-        layout = lir.unsqueeze(layout.with_shape(node.eff_shape), node.shape)
-        lir.set_layout(node.op, layout)
+        lir.set_layout(node.op, _node_layout(node))
 
 
 def infer_kernel(kernel_op: ir.Operation) -> None:
-    kernel = _Kernel(kernel_op)
-    comps = _components(kernel)
-    soft = _note_preferences(kernel)
-    _Solver(kernel, comps, soft).solve()
+    replicated: frozenset = frozenset()
+    while True:
+        kernel = _Kernel(kernel_op, replicated)
+        comps = _components(kernel)
+        soft = _note_preferences(kernel)
+        _Solver(kernel, comps, soft).solve()
+        failing = _failing_gathers(kernel, replicated)
+        if not failing:
+            break
+        replicated = replicated | failing
+    for g in kernel.gathers:
+        if g.write:
+            _check_replicated_memory_writes(g)
     _write_back(kernel, comps)
+
+
+def _check_replicated_memory_writes(g: Gather) -> None:
+    """A written gather makes every thread run every point of its loop: the loop must not read a shared or
+    global buffer it writes (only one replica writes memory; the others would read it as it changes)."""
+    loads, stores = [], []
+    for op in walk_ops(g.parallel.op):
+        if op.name in ("memref.load", "memref.store"):
+            memref = op.operands[1] if op.name == "memref.store" else op.operands[0]
+            if memory_space(memref.type) in (None, "shared"):
+                (stores if op.name == "memref.store" else loads).append((memref, op))
+    for memref, store in stores:
+        if any(memref == loaded for loaded, _ in loads):
+            raise _error(g.op, f"{g.fragment.label} is written at an index other than the T.Parallel loop variables, "
+                         "so every thread runs every point of this loop, but the loop also reads and writes one "
+                         "shared or global buffer, which the threads would race on; split the loop (the fragment "
+                         "write in a loop of its own)", [diag.note(store, "the buffer is written here")])
+
+
+def thread_identity_layout(shape: tuple[int, ...], threads: int) -> TiledLayout | None:
+    """Point t of a one-dim loop over the block's threads on thread t (None for any other shape)."""
+    if shape != (threads,):
+        return replicated_layout((), threads) if threads == 1 and not shape else None
+    return TiledLayout(shape, threads, (Digit(0, 1, threads, thread=1),))
+
+
+def _failing_gathers(kernel: _Kernel, replicated: frozenset) -> frozenset:
+    """The fragments (and, for writes, loops) of gathers the solved layouts do not serve, to replicate."""
+    failing = set()
+    for g in kernel.gathers:
+        wanted = {g.fragment.op, g.parallel.op} if g.write else {g.fragment.op}
+        if wanted <= replicated:
+            continue
+        if not _gather_is_held(g):
+            failing |= wanted
+    return frozenset(failing)
+
+
+def _gather_is_held(g: Gather) -> bool:
+    """Does every thread running a point of the gather's loop hold the fragment element it touches there
+    (and, for a write, is that its only copy)?"""
+    fragment = _node_layout(g.fragment)
+    if g.write and fragment.replicate != 1:
+        return False
+    block = g.parallel.op.regions[0].blocks[0]
+    return gather_is_held(_node_layout(g.parallel), fragment, list(block.arguments), g.indices)
+
+
+def _node_layout(node: Node) -> TiledLayout:
+    """`node`'s layout over its own (full-rank) shape, as `_write_back` writes it."""
+    layout = node.comp.layout.permuted(node.perm) if node.perm else node.comp.layout
+    return lir.unsqueeze(layout.with_shape(node.eff_shape), node.shape)
 
 
 @register_pass("infer-layouts", "give every fragment and T.Parallel loop a thread layout")

@@ -23,10 +23,17 @@ kernel:
   index, placed as far out as the digits it needs allow (not for
   `tile.convergent` loops). In a replicated domain only replica 0 writes
   shared or global memory (not for `tile.all_replicas` loops, whose bodies
-  pick writers themselves). A loop without static extents (no fragments)
+  pick writers themselves); one that also reads a shared or global buffer
+  it writes runs in replica 0 alone (and may write no registers). A loop without static extents (no fragments)
   becomes a thread-strided loop over its linearized space.
 - Fragment accesses outside parallel loops need a fully replicated
-  fragment; they index registers by the layout's local map.
+  fragment; they index registers by the layout's local map. So do
+  *gathers*, accesses inside a parallel indexed by other than its loop
+  variables (`f[63 - i]`): the register slot is computed from the index
+  values; the threads running each point must hold what it reads (checked
+  with the indices evaluated at every point, or given by full
+  replication), and a written gather needs the fragment and the loop fully
+  replicated (every thread keeps its own copy current).
 - `tile.pipelined` -> `scf.for` with `tile.num_stages`.
 - `gpu.barrier` before the first shared-memory access that reads what
   another thread wrote since the last barrier, or writes what another
@@ -47,11 +54,13 @@ its shared operands by every thread. Any other `tile.gemm` left here
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
 from tilemlir.diagnostics import reporting as diag
@@ -192,11 +201,7 @@ class _KernelPartition:
         if fragment.layout.replicate != self.threads:
             raise diag.error(op, f"fragment '{fragment.name}' is accessed outside T.Parallel but is not held "
                                  "by every thread (its layout is not fully replicated)")
-        is_store = op.name == "memref.store"
-        indices = list(op.operands[2:] if is_store else op.operands[1:])
-        b = self.b.before(op).located(op.location)
-        terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
-        _replace_access(b, op, fragment.alloca, b.linear(terms))
+        _replace_by_index(self.b.before(op).located(op.location), op, fragment)
 
     def _keep_mma_gemm(self, op: ir.Operation) -> None:
         a, b, c = list(op.operands)[:3]
@@ -240,6 +245,13 @@ def _function_block(op: ir.Operation) -> ir.Block:
     while func.name != "func.func":
         func = operation(func.parent)
     return func.regions[0].blocks[0]
+
+
+def _replace_by_index(b: Builder, op: ir.Operation, fragment: _Fragment) -> None:
+    """A fragment access whose register slot is computed from its index values by the layout's local map."""
+    indices = list(op.operands[2:] if op.name == "memref.store" else op.operands[1:])
+    terms = [(d.reg, b.digit(indices[d.dim], d.stride, d.size)) for d in fragment.layout.register_digits()]
+    _replace_access(b, op, fragment.alloca, b.linear(terms))
 
 
 def _replace_access(b: Builder, op: ir.Operation, alloca: ir.Value, register: ir.Value) -> None:
@@ -289,11 +301,36 @@ class _PartitionedLoop:
                 elif isinstance(index, ir.BlockArgument) and index.owner == self.block:
                     dims.append(index.arg_number)
                 else:
-                    raise diag.error(inner, f"fragment '{fragment.name}' must be indexed by the T.Parallel loop "
-                                            "variables")
-            self._check_holders(inner, fragment, dims)
+                    dims = None
+                    break
+            if dims is None or len({d for d in dims if d is not None}) != len([d for d in dims if d is not None]):
+                self._check_gather(inner, fragment, indices)
+                dims = None
+            else:
+                self._check_holders(inner, fragment, dims)
             accesses.append((inner, fragment, dims))
         return accesses
+
+    def _check_gather(self, op, fragment: _Fragment, indices) -> None:
+        """A gather: every runner holds what it touches; a write goes to the element's only copy, or the
+        fragment and the loop are fully replicated (every thread keeps its own copy current)."""
+        full = self.part.threads
+        if op.name == "memref.store":
+            if fragment.layout.replicate == full and self.layout.replicate == full:
+                return
+            if fragment.layout.replicate != 1 or not self._gather_held(fragment, indices):
+                raise diag.error(op, f"fragment '{fragment.name}' is written at an index other than the T.Parallel "
+                                     "loop variables by threads that do not hold its only copy, so the fragment and "
+                                     "the loop must be fully replicated")
+            return
+        if fragment.layout.replicate == full:
+            return
+        if not self._gather_held(fragment, indices):
+            raise diag.error(op, f"fragment '{fragment.name}' is read by threads that do not hold the element "
+                                 "(its layout disagrees with the layout of this T.Parallel)")
+
+    def _gather_held(self, fragment: _Fragment, indices) -> bool:
+        return gather_is_held(self.layout, fragment.layout, list(self.block.arguments), indices)
 
     def _check_holders(self, op, fragment: _Fragment, dims) -> None:
         # An accumulating loop's writes are per-thread partials: every holder need not run.
@@ -335,23 +372,45 @@ class _PartitionedLoop:
     def _body(self, b: Builder, accesses) -> None:
         layout = self.layout
         point = [b.linear([(d.stride, self.values[d]) for d in layout.dim_digits(k)]) for k in range(layout.rank)]
-        registers = [(op, fragment, self._register(b, fragment.layout, dims, point)) for op, fragment, dims in accesses]
+        registers = [(op, fragment, self._register(b, fragment.layout, dims, point))
+                     for op, fragment, dims in accesses if dims is not None]
+        gathers = [(op, fragment) for op, fragment, dims in accesses if dims is None]
         writes = list(_writes_to_memory(walk_ops(self.op)))
         primary = None
         if writes and layout.replicate > 1 and ALL_REPLICAS_ATTR not in self.op.attributes:
             primary = b.and_([b.cmp("eq", self.values[d], 0) for d in layout.dim_digits(None)])
         for k, arg in enumerate(self.block.arguments):
             arg.replace_all_uses_with(point[k])
-        for inner in list(self.block.operations):
-            inner = operation(inner)
-            if inner.name == "tile.yield":
-                continue
-            inner.move_before(_ip_op(b))
+        whole = primary is not None and self._only_primary_runs(writes)
+        with (b.if_(primary) if whole else _same(b)) as body:
+            for inner in list(self.block.operations):
+                inner = operation(inner)
+                if inner.name == "tile.yield":
+                    continue
+                inner.move_before(_ip_op(body))
         for op, fragment, register in registers:
             _replace_access(b.before(op).located(op.location), op, fragment.alloca, register)
-        if primary is not None:
+        for op, fragment in gathers:
+            _replace_by_index(b.before(op).located(op.location), op, fragment)
+        if primary is not None and not whole:
             for inner in writes:
                 _guard(b.before(inner).located(inner.location), inner, primary)
+
+    def _only_primary_runs(self, writes) -> bool:
+        """A replicated loop that reads a shared or global buffer it writes runs in replica 0 alone (the
+        others would read it while replica 0 writes it); it may then write no registers, which every
+        replica must."""
+        rewritten = [w for w in writes if w.name == "memref.store" and any(
+            r.name == "memref.load" and r.operands[0] == w.operands[1] for r in walk_ops(self.op))]
+        if not rewritten:
+            return False
+        for inner in walk_ops(self.op):
+            if inner.name == "memref.store" and memory_space(inner.operands[1].type) in (FRAGMENT, LOCAL):
+                raise diag.error(inner, "this T.Parallel runs on every thread that holds its fragments (their "
+                                        "layout is replicated), reads and writes one shared or global buffer, and "
+                                        "writes registers: the threads would race on the buffer; split the loop",
+                                 notes=[diag.note(rewritten[0], "the buffer is written here")])
+        return True
 
     def _register(self, b: Builder, layout: TiledLayout, dims, point) -> ir.Value:
         """Register slot of the fragment element at this point, from the digits of the loop layout."""
@@ -370,6 +429,11 @@ class _PartitionedLoop:
         if straddles or (inside and inside[0].stride != low):
             return b.digit(point[k], g.stride, g.size)
         return b.linear([(d.stride // low, self.values[d]) for d in inside])
+
+
+@contextmanager
+def _same(b: Builder):
+    yield b
 
 
 def _ip_op(b: Builder) -> ir.Operation:

@@ -91,47 +91,6 @@ func.func @written_through_a_projection() attributes {tile.entry} {
 
 // -----
 
-func.func @shifted_index() attributes {tile.entry} {
-  %c1 = arith.constant 1 : index
-  %c63 = arith.constant 63 : index
-  "tile.kernel"(%c1) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<64xf32, "fragment">
-    "tile.parallel"(%c63) ({
-    ^bb0(%i: index):
-      %k = arith.addi %i, %c1 : index
-      // expected-error @+1 {{fragment 'x' is indexed in dim 0 by something other than a T.Parallel loop variable; a fragment element can only be reached through the loop variables of the T.Parallel around it}}
-      %v = memref.load %x[%k] : memref<64xf32, "fragment">
-      memref.store %v, %x[%i] : memref<64xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 128 : i64} : (index) -> ()
-  return
-}
-
-// -----
-
-func.func @diagonal() attributes {tile.entry} {
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  "tile.kernel"(%c1) ({
-  ^bb0(%bx: index):
-    %x = "tile.alloc_fragment"() {name = "x"} : () -> memref<8x8xf32, "fragment">
-    %cst = arith.constant 1.0 : f32
-    "tile.parallel"(%c8) ({
-    ^bb0(%i: index):
-      // expected-error @+1 {{fragment 'x' is indexed by the same loop variable in two dims}}
-      memref.store %cst, %x[%i, %i] : memref<8x8xf32, "fragment">
-      "tile.yield"() : () -> ()
-    }) : (index) -> ()
-    "tile.yield"() : () -> ()
-  }) {threads = 64 : i64} : (index) -> ()
-  return
-}
-
-// -----
-
 func.func @loop_longer_than_the_fragment() attributes {tile.entry} {
   %c1 = arith.constant 1 : index
   %c65 = arith.constant 65 : index

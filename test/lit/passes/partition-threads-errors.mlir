@@ -105,3 +105,48 @@ func.func @fragment_escapes() attributes {tile.entry} {
   }) {threads = 64 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+// x[63 - i] is held by thread 63 - i, but thread i runs point i.
+func.func @gather_read_by_a_non_holder(%Y: memref<64xf32>) attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  %c63 = arith.constant 63 : index
+  %c64 = arith.constant 64 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %x = "tile.alloc_fragment"() {name = "x", layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : () -> memref<64xf32, "fragment">
+    "tile.parallel"(%c64) ({
+    ^bb0(%i: index):
+      %k = arith.subi %c63, %i : index
+      // expected-error @+1 {{fragment 'x' is read by threads that do not hold the element (its layout disagrees with the layout of this T.Parallel)}}
+      %v = memref.load %x[%k] : memref<64xf32, "fragment">
+      memref.store %v, %Y[%i] : memref<64xf32>
+      "tile.yield"() : () -> ()
+    }) {layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : (index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 64 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+func.func @gather_write_to_a_spread_fragment() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  %c63 = arith.constant 63 : index
+  %c64 = arith.constant 64 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %x = "tile.alloc_fragment"() {name = "x", layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : () -> memref<64xf32, "fragment">
+    %cst = arith.constant 1.0 : f32
+    "tile.parallel"(%c64) ({
+    ^bb0(%i: index):
+      %k = arith.subi %c63, %i : index
+      // expected-error @+1 {{fragment 'x' is written at an index other than the T.Parallel loop variables by threads that do not hold its only copy, so the fragment and the loop must be fully replicated}}
+      memref.store %cst, %x[%k] : memref<64xf32, "fragment">
+      "tile.yield"() : () -> ()
+    }) {layout = #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>} : (index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 64 : i64} : (index) -> ()
+  return
+}
