@@ -731,8 +731,27 @@ tanh = _math("tanh", "Hyperbolic tangent.")
 sigmoid = _math("sigmoid", "1 / (1 + exp(-x)).")
 erf = _math("erf", "The error function.")
 pow = _math("pow", "x ** y.")  # noqa: A001
+erfc = _math("erfc", "1 - erf(x), accurate where erf(x) is near 1.")
+expm1 = _math("expm1", "e ** x - 1, accurate near 0.")
+log10 = _math("log10", "Base-10 logarithm.")
+log1p = _math("log1p", "log(1 + x), accurate near 0.")
+cbrt = _math("cbrt", "Cube root.")
+sin = _math("sin", "Sine (radians).")
+cos = _math("cos", "Cosine (radians).")
+tan = _math("tan", "Tangent (radians).")
+asin = _math("asin", "Arc sine.")
+acos = _math("acos", "Arc cosine.")
+atan = _math("atan", "Arc tangent.")
+atan2 = _math("atan2", "atan2(y, x): the angle of the point (x, y), in (-pi, pi].")
+sinh = _math("sinh", "Hyperbolic sine.")
+cosh = _math("cosh", "Hyperbolic cosine.")
+asinh = _math("asinh", "Inverse hyperbolic sine.")
+acosh = _math("acosh", "Inverse hyperbolic cosine.")
+atanh = _math("atanh", "Inverse hyperbolic tangent.")
 floor = _math("floor", "Round toward -inf (floats).")
 ceil = _math("ceil", "Round toward +inf (floats).")
+round = _math("round", "Round to nearest, halves away from zero (floats), as C's round.")  # noqa: A001
+trunc = _math("trunc", "Round toward zero (floats).")
 fma = _math("fma", "a * b + c with a single rounding.")
 
 
@@ -1012,6 +1031,8 @@ __all__ = [
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
     "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "print", "device_assert", "assume", "cast", "if_then_else", "infinity", "ceildiv",
     "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow",
+    "erfc", "expm1", "log10", "log1p", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh",
+    "cosh", "asinh", "acosh", "atanh", "round", "trunc",
     "floor", "ceil", "fma",
     *_TILELANG_NAMES,
 ]

@@ -130,6 +130,72 @@ def test_math_functions_against_numpy():
         assert np.linalg.norm(got - reference(xs)) / np.linalg.norm(reference(xs)) < 1e-12, name
 
 
+# the usual math set beyond the first functions: (name, numpy reference, domain)
+MORE_MATH = {
+    "sin": (np.sin, -6, 6), "cos": (np.cos, -6, 6), "tan": (np.tan, -1.4, 1.4), "asin": (np.arcsin, -0.99, 0.99),
+    "acos": (np.arccos, -0.99, 0.99), "atan": (np.arctan, -8, 8), "sinh": (np.sinh, -4, 4), "cosh": (np.cosh, -4, 4),
+    "asinh": (np.arcsinh, -8, 8), "acosh": (np.arccosh, 1.01, 8), "atanh": (np.arctanh, -0.99, 0.99),
+    "log10": (np.log10, 0.01, 100), "log1p": (np.log1p, -0.9, 4), "expm1": (np.expm1, -2, 2),
+    "cbrt": (np.cbrt, -27, 27), "erfc": (np.vectorize(math.erfc), -3, 3), "trunc": (np.trunc, -9, 9),
+    "round": (lambda v: np.copysign(np.floor(np.abs(v) + 0.5), v), -9, 9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_MATH))
+def test_more_math_functions_against_numpy(name):
+    reference, lo, hi = MORE_MATH[name]
+    xs = np.random.default_rng().uniform(lo, hi, 32)
+    if name in ("round", "trunc"):
+        xs[:6] = [-2.5, -0.5, 0.5, 1.5, 2.5, -1.0]  # halves round away from zero, as C's round
+    run = jit_scalar_function([T.float64], T.float64, lambda x: scalars.unary_function(name, x))
+    got, want = np.array([run(float(v)) for v in xs]), reference(xs)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-12, (name, got, want)
+    if name in ("round", "trunc"):
+        assert np.array_equal(got, want)
+        whole = jit_scalar_function([T.int32], T.int32, lambda x: scalars.unary_function(name, x))
+        assert [whole(v) for v in (-7, 0, 9)] == [-7, 0, 9]  # an integer is its own rounding
+
+
+def test_atan2_covers_every_quadrant_and_refuses_bools():
+    points = [(1.0, 2.0), (1.0, -2.0), (-1.0, -2.0), (-1.0, 2.0), (0.0, -1.0), (3.0, 0.0)]
+    run = jit_scalar_function([T.float64, T.float64], T.float64, lambda y, x: scalars.atan2(y, x))
+    assert [run(y, x) for y, x in points] == pytest.approx([math.atan2(y, x) for y, x in points], rel=1e-15)
+    mixed = jit_scalar_function([T.int32], T.float32, lambda y: scalars.atan2(y, 2))
+    assert mixed(-3) == pytest.approx(math.atan2(-3, 2), rel=1e-6)
+    with pytest.raises(Exception, match="not defined on a bool operand"):
+        jit_scalar_function([T.bool], T.float32, lambda b: scalars.atan2(b, 1.0))
+
+
+@tilemlir.jit(out_idx=[-1])
+def _more_math_kernel(name):
+    fn = getattr(T, name)
+
+    @T.prim_func
+    def more_math(X: T.Tensor((256,), "float32"), Y: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            for i in T.Parallel(256):
+                Y[i] = fn(X[i]) + T.round(2.5) * T.trunc(-0.75)  # folded at compile time: 3 * -0 = -0
+    return more_math
+
+
+_C_NAMES = {"sin": "sinf", "cos": "cosf", "tan": "tanf", "asin": "asinf", "acos": "acosf", "atan": "atanf",
+            "sinh": "sinhf", "cosh": "coshf", "asinh": "asinhf", "acosh": "acoshf", "atanh": "atanhf",
+            "log10": "log10f", "log1p": "log1pf", "expm1": "expm1f", "cbrt": "cbrtf", "erfc": "erfcf",
+            "round": "roundf", "trunc": "truncf"}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_MATH))
+def test_more_math_functions_in_kernels_on_both_targets(name):
+    """On the CPU target's thread level against float64 numpy (float32 in and out), and through NVRTC."""
+    reference, lo, hi = MORE_MATH[name]
+    x = np.random.default_rng().uniform(lo, hi, 256).astype(np.float32)
+    y = _more_math_kernel.instantiate(name).compile("cpu", level="thread")(x)
+    want = reference(x.astype(np.float64))
+    assert np.linalg.norm(y - want) / np.linalg.norm(want) < 2e-6, name
+    source = _more_math_kernel.instantiate(name).compile("cuda", arch="sm_90a").cuda_source()
+    assert f"{_C_NAMES[name]}(" in source
+
+
 def test_python_modulo_with_a_literal_divisor():
     run = jit_scalar_function([T.int32], T.int32, lambda a: scalars.binary("%", a, 4))
     assert [run(a) for a in range(-6, 7)] == [a % 4 for a in range(-6, 7)]

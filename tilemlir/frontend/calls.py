@@ -66,12 +66,16 @@ def _python_fold(name: str, args: list) -> Any:
         return 1.0 / (1.0 + pymath.exp(-args[0]))
     if name == "rsqrt":
         return 1.0 / pymath.sqrt(args[0])
-    if name in ("floor", "ceil"):
-        return float(getattr(pymath, name)(args[0])) if isinstance(args[0], float) else args[0]
+    if name in scalars.INTEGRAL_ROUNDING:
+        if not isinstance(args[0], float):
+            return args[0]
+        if name == "round":  # half away from zero, as C's round (Python's rounds half to even)
+            return pymath.copysign(pymath.floor(builtins.abs(args[0]) + 0.5), args[0])
+        return float(getattr(pymath, name)(args[0]))
     return getattr(pymath, name)(*args)
 
 
-_ARITY = {"max": None, "min": None, "pow": 2, "fma": 3}
+_ARITY = {"max": None, "min": None, "pow": 2, "fma": 3, "atan2": 2}
 _BUILTIN_ELEMENT = {builtins.abs: "abs", builtins.max: "max", builtins.min: "min", builtins.pow: "pow"}
 
 
@@ -240,6 +244,8 @@ class CallMixin:
             return scalars.power(*operands)
         if name == "fma":
             return scalars.fma(*operands)
+        if name == "atan2":
+            return scalars.atan2(*operands)
         return scalars.unary_function(name, operands[0])
 
     def cast(self, value: Any, dtype: DType) -> Any:

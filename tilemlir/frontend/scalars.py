@@ -448,9 +448,29 @@ _UNARY_FLOAT = {
     "rsqrt": mmath.RsqrtOp,
     "tanh": mmath.TanhOp,
     "erf": mmath.ErfOp,
+    "erfc": mmath.ErfcOp,
+    "expm1": mmath.ExpM1Op,
+    "log10": mmath.Log10Op,
+    "log1p": mmath.Log1pOp,
+    "cbrt": mmath.CbrtOp,
+    "sin": mmath.SinOp,
+    "cos": mmath.CosOp,
+    "tan": mmath.TanOp,
+    "asin": mmath.AsinOp,
+    "acos": mmath.AcosOp,
+    "atan": mmath.AtanOp,
+    "sinh": mmath.SinhOp,
+    "cosh": mmath.CoshOp,
+    "asinh": mmath.AsinhOp,
+    "acosh": mmath.AcoshOp,
+    "atanh": mmath.AtanhOp,
     "floor": mmath.FloorOp,
     "ceil": mmath.CeilOp,
+    "round": mmath.RoundOp,
+    "trunc": mmath.TruncOp,
 }
+# rounding functions: an integer (or bool) operand is its own result
+INTEGRAL_ROUNDING = ("floor", "ceil", "round", "trunc")
 
 UNARY_FUNCTIONS = (*_UNARY_FLOAT, "sigmoid", "abs")
 
@@ -465,12 +485,12 @@ def _fma_type_error(dtype: DType) -> KernelError:
 
 def refuse_bool_function(name: str) -> None:
     """Raise the error the run-time code gives for T.`name` on bool operands only; the functions defined on
-    bools (max, min, abs, floor, ceil) pass."""
+    bools (max, min, abs and the rounding functions) pass."""
     if name == "pow":
         raise _bool_operator_error("**")
     if name == "fma":
         raise _fma_type_error(T.bool)
-    if name == "sigmoid" or (name in _UNARY_FLOAT and name not in ("floor", "ceil")):
+    if name in ("sigmoid", "atan2") or (name in _UNARY_FLOAT and name not in INTEGRAL_ROUNDING):
         raise _bool_function_error(f"T.{name}")
 
 
@@ -486,7 +506,7 @@ def float_operand(a, what: str) -> Scalar:
 def unary_function(name: str, a) -> Scalar:
     if name == "abs":
         return absolute(a)
-    if name in ("floor", "ceil") and isinstance(a, Scalar) and (is_integer(a.dtype) or a.dtype.kind == "bool"):
+    if name in INTEGRAL_ROUNDING and isinstance(a, Scalar) and (is_integer(a.dtype) or a.dtype.kind == "bool"):
         return a
     x = float_operand(a, f"T.{name}")
     if name == "sigmoid":
@@ -494,6 +514,17 @@ def unary_function(name: str, a) -> Scalar:
         e = mmath.ExpOp(arith.NegFOp(x.value).result).result
         return Scalar(arith.DivFOp(one.value, arith.AddFOp(one.value, e).result).result, x.dtype)
     return Scalar(_UNARY_FLOAT[name](x.value).result, x.dtype)
+
+
+def atan2(y, x) -> Scalar:
+    """The angle of the point (x, y), in (-pi, pi]: in the operands' common float type (integers as float32,
+    half precision computed as compute_dtype says); refused on bools."""
+    dtype = common_dtype(y, x)
+    if dtype.kind == "bool" or any(isinstance(v, Scalar) and v.dtype.kind == "bool" for v in (y, x)):
+        raise _bool_function_error("T.atan2")
+    dtype = compute_dtype(dtype) if dtype.is_float else T.float32
+    a, b = (convert(as_scalar(v, dtype), dtype) for v in (y, x))
+    return Scalar(mmath.Atan2Op(a.value, b.value).result, dtype)
 
 
 def absolute(a) -> Scalar:
