@@ -32,6 +32,22 @@ def constant_int(value: ir.Value) -> int | None:
     return attr.value if isinstance(attr, ir.IntegerAttr) else None
 
 
+def is_multiple_of(value: ir.Value, n: int) -> bool:
+    """Whether `value` is provably a multiple of `n` from how it is built: a constant multiple, a product
+    with a multiple among its factors, or a sum of multiples."""
+    known = constant_int(value)
+    if known is not None:
+        return known % n == 0
+    op = defining_op(value)
+    if op is None:
+        return False
+    if op.name == "arith.muli":
+        return any(is_multiple_of(v, n) for v in op.operands)
+    if op.name == "arith.addi":
+        return all(is_multiple_of(v, n) for v in op.operands)
+    return False
+
+
 def enclosing(op: ir.Operation, name: str, *, stop: str | None = None) -> ir.Operation | None:
     """The nearest op named `name` that `op` is nested in, or None. With `stop`, the search
     ends (None) at the first enclosing op named `stop`: `enclosing(op, "tile.parallel",

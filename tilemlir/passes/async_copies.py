@@ -22,7 +22,7 @@ from __future__ import annotations
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR
 from tilemlir.dialects import async_copy
 from tilemlir.dialects.tile import SHARED, memory_space
-from tilemlir.ir_util import constant_int, defining_op, operation, ops_named
+from tilemlir.ir_util import constant_int, defining_op, is_multiple_of, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.guards import GUARD
@@ -139,7 +139,7 @@ def _lane_stores(value: ir.Value, lanes: int):
         term, offset = _affine(store.operands[-1])
         if term != base[0] or offset != base[1] + lane:
             return None
-    if not _multiple_of(first.operands[-1], lanes) or first.operands[1].type.shape[-1] % lanes:
+    if not is_multiple_of(first.operands[-1], lanes) or first.operands[1].type.shape[-1] % lanes:
         return None
     if any(_before(store, first) for _, store in stores[1:]):
         return None
@@ -169,21 +169,6 @@ def _affine(value: ir.Value) -> tuple[ir.Value | None, int]:
                 inner, offset = _affine(term)
                 return inner, offset + known
     return value, 0
-
-
-def _multiple_of(value: ir.Value, n: int) -> bool:
-    constant = constant_int(value)
-    if constant is not None:
-        return constant % n == 0
-    op = defining_op(value)
-    if op is None:
-        return False
-    if op.name == "arith.muli":
-        return any((constant_int(v) or 0) % n == 0 and constant_int(v) is not None or _multiple_of(v, n)
-                   for v in op.operands)
-    if op.name == "arith.addi":
-        return all(_multiple_of(v, n) for v in op.operands)
-    return False
 
 
 def _index(value: int, ip: ir.InsertionPoint, loc: ir.Location) -> ir.Value:

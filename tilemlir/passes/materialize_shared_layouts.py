@@ -19,7 +19,7 @@ from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, SWIZZLE_ROW_PERIOD, p
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.shared_access import SHARED_INDEXED, shared_indices
 from tilemlir.dialects.tile import SHARED, memory_space
-from tilemlir.ir_util import constant_int, defining_op, operation, ops_named
+from tilemlir.ir_util import constant_int, defining_op, is_multiple_of, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
@@ -109,7 +109,7 @@ def _split(b: Builder, index: ir.Value, unit: int) -> tuple[ir.Value, ir.Value]:
     """`index` as (rest, multiple of `unit`): its additive terms that are multiples of `unit` summed apart."""
     rest, multiples = b.index(0), b.index(0)
     for term in _terms(index):
-        if _multiple_of(term, unit):
+        if is_multiple_of(term, unit):
             multiples = b.add(multiples, term)
         else:
             rest = b.add(rest, term)
@@ -121,20 +121,6 @@ def _terms(value: ir.Value) -> list[ir.Value]:
     if op is not None and op.name == "arith.addi":
         return _terms(op.operands[0]) + _terms(op.operands[1])
     return [value]
-
-
-def _multiple_of(value: ir.Value, unit: int) -> bool:
-    known = constant_int(value)
-    if known is not None:
-        return known % unit == 0
-    op = defining_op(value)
-    if op is None:
-        return False
-    if op.name == "arith.muli":
-        return any(_multiple_of(operand, unit) for operand in op.operands)
-    if op.name == "arith.addi":
-        return all(_multiple_of(operand, unit) for operand in op.operands)
-    return False
 
 
 def _flat_alloca(alloca: ir.Operation) -> ir.Value:
