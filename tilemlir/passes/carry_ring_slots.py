@@ -14,7 +14,7 @@ addresses add to.
 
 from __future__ import annotations
 
-from tilemlir.ir_util import constant_int, defining_op, operation, ops_named
+from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
@@ -67,7 +67,8 @@ def _offset_from(value: ir.Value, iv: ir.Value) -> int | None:
 
 def _carry(loop: ir.Operation, slots: dict[tuple[int, int], list[ir.Operation]]) -> None:
     lower, upper, step, *inits = loop.operands
-    kernel_block = _outermost_block(loop)
+    # constants go to the body of the launch holding the loop (or of its function)
+    kernel_block = (enclosing(loop, "gpu.launch") or enclosing(loop, "func.func")).regions[0].blocks[0]
     pool: dict = {}
     before = Builder(ir.InsertionPoint(loop), loop.location, kernel_block, pool)
     keys = sorted(slots)
@@ -121,11 +122,3 @@ def _move_body(source: ir.Block, target: ir.Block) -> None:
 def _next_slot(b: Builder, slot: ir.Value, modulus: int) -> ir.Value:
     following = b.add(slot, 1)
     return b.select(b.cmp("eq", following, modulus), b.index(0), following)
-
-
-def _outermost_block(op: ir.Operation) -> ir.Block:
-    """The block constants go to: the body of the gpu.launch holding `op` (or of its function)."""
-    parent = operation(op.parent)
-    while parent.name not in ("gpu.launch", "func.func"):
-        parent = operation(parent.parent)
-    return parent.regions[0].blocks[0]
