@@ -337,33 +337,35 @@ def _facts(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, Range]]:
     op = operation(owner)
     if op.name == "arith.andi" and holds:
         return _facts(op.operands[0], True) + _facts(op.operands[1], True)
-    if op.name != "arith.cmpi":
+    compared = _constant_comparison(condition)
+    if compared is None:
         return []
-    predicate = ir.IntegerAttr(op.attributes["predicate"]).value
-    x, y = op.operands
-    c = constant_int(y)
-    if c is None and constant_int(x) is not None:
-        x, c, predicate = y, constant_int(x), _MIRRORED[predicate]
-    if c is None:
-        return []
+    x, predicate, c = compared
     return [(x, _BOUNDS[predicate][0 if holds else 1](c))]
 
 
 def _exclusions(condition: ir.Value, holds: bool) -> list[tuple[ir.Value, int]]:
     """(x, c) where `condition` having the truth `holds` says x != c: `x == c` false, `x != c` true."""
+    compared = _constant_comparison(condition)
+    if compared is None:
+        return []
+    x, predicate, c = compared
+    return [(x, c)] if (predicate, holds) in ((0, False), (1, True)) else []
+
+
+def _constant_comparison(condition: ir.Value) -> tuple[ir.Value, int, int] | None:
+    """(x, predicate, c) when `condition` is an `arith.cmpi` of a value x with a constant c, written as
+    `x predicate c` (mirrored when the constant is on the left), else None."""
     owner = condition.owner
     if isinstance(owner, ir.Block) or operation(owner).name != "arith.cmpi":
-        return []
+        return None
     op = operation(owner)
     predicate = ir.IntegerAttr(op.attributes["predicate"]).value
-    if (predicate, holds) not in ((0, False), (1, True)):
-        return []
     x, y = op.operands
-    if constant_int(y) is not None:
-        return [(x, constant_int(y))]
-    if constant_int(x) is not None:
-        return [(y, constant_int(x))]
-    return []
+    c = constant_int(y)
+    if c is None and constant_int(x) is not None:
+        x, c, predicate = y, constant_int(x), _MIRRORED[predicate]
+    return None if c is None else (x, predicate, c)
 
 
 def _without(a: Range, c: int) -> Range | None:
