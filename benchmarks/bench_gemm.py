@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import os
 import platform
 import sys
 import time
@@ -36,12 +35,12 @@ if __package__ in (None, ""):
 
 from benchmarks import gemm_cases, gemm_report
 from benchmarks.cases import split_list
+from benchmarks.cli import add_run_options, finish_run_options
 from benchmarks.gemm_cases import GemmCase
 from benchmarks.ours import Missing, load_artifact
 
 GEMM_ARTIFACTS = Path(__file__).resolve().parent / "artifacts_gemm"
 MANIFEST = "manifest.json"
-DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 DEFAULT_ROUNDS = 2
 DEFAULT_BUDGET_S = 420
 
@@ -50,17 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtypes", help="comma-separated dtypes (bf16, fp16; default both)")
     parser.add_argument("--shapes", help="comma-separated MxNxK or D^3 shapes (default: the benchmark's)")
-    parser.add_argument("--quick", action="store_true", help="shorter do_bench (warmup 5 ms, rep 20 ms)")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help="timing rounds over all implementations (default %(default)s)")
-    parser.add_argument("--no-tilelang", action="store_true", help="leave TileLang out")
-    parser.add_argument("--no-triton", action="store_true", help="leave Triton out")
     parser.add_argument("--artifacts", type=Path, default=GEMM_ARTIFACTS, help="our artifacts (default %(default)s)")
-    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else benchmarks/out)")
-    parser.add_argument("--seed", type=int, help="input seed (default: from the clock, printed)")
-    parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
-                        help="skip the remaining cases past this many seconds (default %(default)s)")
-    parser.add_argument("--compile-workers", type=int, default=12, help="threads compiling TileLang kernels")
+    add_run_options(parser, DEFAULT_ROUNDS, DEFAULT_BUDGET_S)
     return parser
 
 
@@ -73,11 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(str(exc))
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    if args.out is None:
-        args.out = Path(os.environ.get("OUT") or DEFAULT_OUT)
-    if args.seed is None:
-        args.seed = int(time.time()) % 1_000_000
-    return args
+    return finish_run_options(args)
 
 
 # -- ours ----------------------------------------------------------------------------------------

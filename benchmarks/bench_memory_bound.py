@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -34,6 +33,7 @@ if __package__ in (None, ""):
 
 from benchmarks import report
 from benchmarks.cases import LAUNCH_CASE, Case, select_cases, split_list
+from benchmarks.cli import add_run_options, finish_run_options
 
 DEFAULT_BUDGET_S = 480
 # The H200's timings move between regimes from one do_bench window to the next: the same cubin,
@@ -41,25 +41,15 @@ DEFAULT_BUDGET_S = 480
 # That is 7% on the ~10 us kernels, more than the differences between implementations there, so
 # every implementation gets several windows and reports its fastest.
 DEFAULT_ROUNDS = 5
-DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels", help="comma-separated kernel names or families (default: all)")
     parser.add_argument("--shapes", help="comma-separated shapes, MxN for row kernels, n or 2^k for elementwise")
-    parser.add_argument("--quick", action="store_true", help="shorter do_bench (warmup 5 ms, rep 20 ms)")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help="timing rounds over all implementations (default %(default)s)")
-    parser.add_argument("--no-tilelang", action="store_true", help="leave TileLang out")
-    parser.add_argument("--no-triton", action="store_true", help="leave Triton out")
     parser.add_argument("--no-launch", action="store_true", help="skip the launch-overhead loop")
     parser.add_argument("--artifacts", type=Path, help="artifact root (default benchmarks/artifacts)")
-    parser.add_argument("--out", type=Path, help="output directory (default $OUT, else benchmarks/out)")
-    parser.add_argument("--seed", type=int, help="input seed (default: from the clock, printed)")
-    parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S,
-                        help="skip the remaining cases past this many seconds (default %(default)s)")
-    parser.add_argument("--compile-workers", type=int, default=12, help="threads compiling TileLang kernels")
+    add_run_options(parser, DEFAULT_ROUNDS, DEFAULT_BUDGET_S)
     return parser
 
 
@@ -70,11 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.cases = select_cases(split_list(args.kernels), split_list(args.shapes))
     except ValueError as exc:
         parser.error(str(exc))
-    if args.out is None:
-        args.out = Path(os.environ.get("OUT") or DEFAULT_OUT)
-    if args.seed is None:
-        args.seed = int(time.time()) % 1_000_000
-    return args
+    return finish_run_options(args)
 
 
 def main(argv: list[str] | None = None) -> int:
