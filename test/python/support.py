@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+import tilemlir
 from tilemlir.context import make_context
 from tilemlir.emit_cuda import emit
 from tilemlir.mlir import ir
@@ -141,3 +142,11 @@ def example_module(name):
     if examples not in sys.path:
         sys.path.insert(0, examples)
     return importlib.import_module(name)
+
+
+def run_everywhere(fn, *args) -> list:
+    """The kernel's outputs on the CPU target at tile and at thread level, after an NVRTC compile for sm_90a."""
+    outputs = [tilemlir.compile(fn, target="cpu", level=level)(*args) for level in ("tile", "thread")]
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
+    return outputs

@@ -43,7 +43,7 @@ def test_physical_index_is_a_permutation_keeping_16_byte_atoms(shape):
 
 
 @pytest.mark.parametrize("shape, element_bytes", [((3, 128, 32), 2), ((2, 32, 128), 2), ((64, 64), 2), ((16, 96), 2),
-                                                   ((32, 32), 4), ((64, 128), 1)])
+                                                   ((32, 32), 4), ((64, 128), 1), ((8, 6), 2)])
 def test_whole_row_periods_and_panels_commute_with_the_permutation(shape, element_bytes):
     """Moving a logical index by 8k rows and p whole panels moves its physical element by shifted_element, from
     any row and column (past the tile too: materialize-shared-layouts splits sums of non-negative terms)."""

@@ -10,18 +10,8 @@ import pytest
 
 import tilemlir
 from frontend_util import frontend_error, load_module, message
+from support import run_everywhere
 from tilemlir.testing import relative_error
-
-LEVELS = ("tile", "thread")
-
-
-def run_everywhere(fn, *args) -> list:
-    """The kernel's outputs at tile and at thread level, after an NVRTC compile for sm_90a."""
-    outputs = [tilemlir.compile(fn, target="cpu", level=level)(*args) for level in LEVELS]
-    pytest.importorskip("cuda.bindings.nvrtc")
-    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
-    return outputs
-
 
 SHARED_REVERSE = """
 @tilemlir.jit(out_idx=[-1])
