@@ -22,7 +22,7 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.options import CpuOptions, CudaOptions, TargetOptions
+from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, tensor_core_instruction
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
 
@@ -50,12 +50,13 @@ class _Dumper:
         self.count += 1
 
 
-def _stage_pipeline(stage: str, tensor_cores: bool) -> list:
-    if tensor_cores:
+def _stage_pipeline(stage: str, instruction: str | None) -> list:
+    if instruction == "mma_sync":
         return STAGE_PIPELINES[stage]
     from tilemlir.passes.select_mma import SelectMmaOptions
 
-    return [("select-mma", SelectMmaOptions(enable=False)) if p == "select-mma" else p for p in STAGE_PIPELINES[stage]]
+    select = SelectMmaOptions(enable=instruction is not None, instruction=instruction or "mma_sync")
+    return [("select-mma", select) if p == "select-mma" else p for p in STAGE_PIPELINES[stage]]
 
 
 def _dumper(module: ir.Module) -> _Dumper:
@@ -64,10 +65,10 @@ def _dumper(module: ir.Module) -> _Dumper:
 
 
 def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
-               tensor_cores: bool = True) -> tuple[dict[str, str], dict[str, float]]:
+               instruction: str | None = "mma_sync") -> tuple[dict[str, str], dict[str, float]]:
     """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds.
-    `dumper` continues the numbering of a dump begun by the caller; `tensor_cores=False` keeps every
-    gemm on CUDA cores (select-mma selects none)."""
+    `dumper` continues the numbering of a dump begun by the caller; `instruction` is the tensor-core
+    instruction select-mma tries first ("mma_sync" or "wgmma"; None: every gemm on CUDA cores)."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
     dumper = dumper or _dumper(module)
@@ -77,7 +78,7 @@ def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
     for stage in STAGES:
         start = time.perf_counter()
         if STAGE_PIPELINES[stage]:
-            run_pipeline(module, _stage_pipeline(stage, tensor_cores), after_pass=dumper.after_pass)
+            run_pipeline(module, _stage_pipeline(stage, instruction), after_pass=dumper.after_pass)
         seconds[stage] = time.perf_counter() - start
         texts[stage] = _text(module)
         if stage == until:
@@ -115,7 +116,7 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: CudaOptions) -> 
     from tilemlir.runtime.nvrtc import resolve_arch
 
     arch = resolve_arch(options.arch)
-    stage_ir, seconds = run_stages(module, "final", tensor_cores=options.tensor_cores)
+    stage_ir, seconds = run_stages(module, "final", instruction=tensor_core_instruction(options.tensor_cores, arch))
     start = time.perf_counter()
     emitted = emit(module, fast_math=options.fast_math, index_bits=options.index_bits, arch=arch)
     signature = dataclasses.replace(emitted.signature, out_idx=tuple(info.out_idx))
@@ -139,7 +140,8 @@ def _compile_cpu(module: ir.Module, info: KernelInfo, options: CpuOptions) -> Co
 
     until = "frontend" if options.level == "tile" else "final"
     dumper = _dumper(module)
-    stage_ir, seconds = run_stages(module, until, dumper, tensor_cores=options.tensor_cores)
+    stage_ir, seconds = run_stages(module, until, dumper,
+                                   instruction=tensor_core_instruction(options.tensor_cores, None))
     start = time.perf_counter()
     kernel = build(module, info, level=options.level, after_pass=dumper.after_pass)
     seconds["llvm"] = time.perf_counter() - start

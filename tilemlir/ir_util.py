@@ -60,6 +60,16 @@ def enclosing(op: ir.Operation, name: str, *, stop: str | None = None) -> ir.Ope
     return None
 
 
+def after(op: ir.Operation) -> ir.InsertionPoint:
+    """The insertion point right after `op` in its block (an op of a block ends with its terminator, so
+    one follows unless `op` is the terminator)."""
+    ops = list(op.operation.block.operations)
+    index = next(i for i, candidate in enumerate(ops) if operation(candidate) == op.operation)
+    if index + 1 < len(ops):
+        return ir.InsertionPoint(ops[index + 1])
+    return ir.InsertionPoint(op.operation.block)
+
+
 def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     """Whether `op` is `ancestor` or nested in it."""
     node = op

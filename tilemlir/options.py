@@ -29,7 +29,9 @@ class CudaOptions:
     use_cache: bool = True  # the disk caches (source level and NVRTC)
     # 32 or 64-bit index math; None: 32 where proven exact (emit_cuda/index_width.py).
     index_bits: int | None = None
-    tensor_cores: bool = True  # False: every T.gemm on CUDA cores (select-mma selects none)
+    # True: mma.sync (wgmma becomes the sm_90a default once validated on the GPU); "mma_sync" / "wgmma": that
+    # instruction; False: every T.gemm on CUDA cores (select-mma selects none)
+    tensor_cores: bool | str = True
 
 
 @dataclass(frozen=True)
@@ -39,12 +41,15 @@ class CpuOptions:
     level: str = "tile"  # "tile": the frontend IR; "thread": the `final` stage IR, simulated
     fast_math: bool = False  # accepted so a kernel's options work on both targets; no effect
     index_bits: int | None = None  # the CPU backend computes index math in 64 bits: 64 or None
-    tensor_cores: bool = True  # as for CUDA: the thread level then simulates the mma.sync lowering
+    # as for CUDA; True is mma.sync (no arch here), "wgmma" makes the thread level simulate the sm_90a lowering
+    tensor_cores: bool | str = True
 
 
 TargetOptions = CudaOptions | CpuOptions
 _RECORDS = {"cuda": CudaOptions, "cpu": CpuOptions}
-_BOOLS = ("fast_math", "use_cache", "tensor_cores")
+_BOOLS = ("fast_math", "use_cache")
+TENSOR_CORE_INSTRUCTIONS = ("mma_sync", "wgmma")
+WGMMA_ARCHS = ("sm_90a",)
 _INDEX_BITS = {"cuda": (32, 64), "cpu": (64,)}
 
 
@@ -68,6 +73,9 @@ def _check(target: str, name: str, value: Any) -> None:
     if name in _BOOLS or (name == "fmad" and value is not None):
         if not isinstance(value, bool):
             raise CompileError(f"option {name} for target '{target}' must be True or False, got {value!r}")
+    elif name == "tensor_cores" and not isinstance(value, bool) and value not in TENSOR_CORE_INSTRUCTIONS:
+        raise CompileError(f"option tensor_cores for target '{target}' must be True, False, 'mma_sync' or 'wgmma', "
+                           f"got {value!r}")
     elif name == "arch" and value is not None and not isinstance(value, str):
         raise CompileError(f"option arch for target '{target}' must be a string such as 'sm_90a', or None "
                            f"for the current device's, got {value!r}")
@@ -75,6 +83,19 @@ def _check(target: str, name: str, value: Any) -> None:
         _check_index_bits(target, value)
     elif name == "level" and value not in CPU_LEVELS:
         raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {value!r}")
+
+
+def tensor_core_instruction(tensor_cores: bool | str, arch: str | None) -> str | None:
+    """The instruction select-mma tries first ("wgmma" or "mma_sync"), None for none, for the option
+    `tensor_cores` on `arch` (None: the CPU target, which simulates either)."""
+    if tensor_cores is False:
+        return None
+    if tensor_cores is True:
+        return "mma_sync"
+    if tensor_cores == "wgmma" and arch is not None and arch not in WGMMA_ARCHS:
+        raise CompileError(f"option tensor_cores='wgmma' needs arch {' or '.join(WGMMA_ARCHS)} (Hopper's wgmma), "
+                           f"not {arch}")
+    return tensor_cores
 
 
 def _check_index_bits(target: str, value: Any) -> None:

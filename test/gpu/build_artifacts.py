@@ -14,13 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from example_cases import (ARTIFACTS, CASES, DEBUG_CASES, GEMM_CASES, INDEX_WIDTH_CASES, PIPELINE_CASES,  # noqa: E402
                            STATIC_SHAPE_CASES, kernel_for)
-from mma_cases import GEMM_EXAMPLE, MMA_CASES, compile_case  # noqa: E402
+from mma_cases import CASE_MARKERS, GEMM_EXAMPLE, compile_case  # noqa: E402
 
 
 def main(names: list[str]) -> int:
     cases = (*CASES, *GEMM_CASES, *INDEX_WIDTH_CASES, *STATIC_SHAPE_CASES, *DEBUG_CASES, *PIPELINE_CASES,
              GEMM_EXAMPLE)
-    known = [case.name for case in cases] + list(MMA_CASES)
+    known = [case.name for case in cases] + list(CASE_MARKERS)
     unknown = sorted(set(names) - set(known))
     if unknown:
         print(f"unknown case(s): {', '.join(unknown)} (known: {', '.join(known)})", file=sys.stderr)
@@ -32,7 +32,7 @@ def main(names: list[str]) -> int:
             shutil.rmtree(ARTIFACTS / case.name, ignore_errors=True)
             kernel_for(case).export(ARTIFACTS / case.name)
             print(f"exported {case.name}")
-    for name in MMA_CASES:
+    for name in CASE_MARKERS:
         if not names or name in names:
             shutil.rmtree(ARTIFACTS / name, ignore_errors=True)
             compile_case(name).export(ARTIFACTS / name)

@@ -45,6 +45,7 @@ def gemm_prim_func(block_M, block_N, block_K, trans_a=False, trans_b=False, dtyp
 
 
 
+# mma.sync cases (tensor_cores="mma_sync": sm_90a would take wgmma where it can), then wgmma ones
 MMA_CASES = {
     "mma_bf16_128x128x32": dict(block_M=128, block_N=128, block_K=32, dtype="bfloat16"),
     "mma_f16_128x128x32": dict(block_M=128, block_N=128, block_K=32, dtype="float16"),
@@ -61,6 +62,22 @@ MMA_CASES = {
     "mma_bf16_bias_relu": dict(block_M=128, block_N=128, block_K=32, dtype="bfloat16", out_dtype="bfloat16",
                                epilogue=True),
 }
+WGMMA_CASES = {
+    # 128, 64 and 32-byte swizzled A (block_K 64, 32, 16); B always N-major in 128-byte panels
+    **{f"wgmma_{short}_128x128x{bk}": dict(block_M=128, block_N=128, block_K=bk, dtype=dtype, num_stages=3)
+       for short, dtype in (("bf16", "bfloat16"), ("f16", "float16")) for bk in (64, 32, 16)},
+    **{f"wgmma_bf16_trans_{int(ta)}{int(tb)}": dict(block_M=128, block_N=128, block_K=64, trans_a=ta, trans_b=tb,
+                                                    dtype="bfloat16", num_stages=3)
+       for ta, tb in ((False, True), (True, False), (True, True))},
+    "wgmma_bf16_64x64x64": dict(block_M=64, block_N=64, block_K=64, dtype="bfloat16"),
+    "wgmma_bf16_128x256x64": dict(block_M=128, block_N=256, block_K=64, threads=256, dtype="bfloat16", num_stages=3),
+    "wgmma_bf16_256x128x64": dict(block_M=256, block_N=128, block_K=64, threads=256, dtype="bfloat16", num_stages=3),
+    "wgmma_bf16_64x256x32_split_n": dict(block_M=64, block_N=256, block_K=32, threads=256, dtype="bfloat16"),
+    "wgmma_bf16_bias_relu": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16", out_dtype="bfloat16",
+                                 epilogue=True, num_stages=3),
+}
+# the helper each family's CUDA must call: the proof it took that path
+CASE_MARKERS = {**{name: "tl_mma_m16n8k16_" for name in MMA_CASES}, **{name: "tl_wgmma_m64n" for name in WGMMA_CASES}}
 
 
 # examples/gemm.py unchanged at N = K = 4096 (f16 in and out, 128x128x32 tiles, 3 stages); M is symbolic.
@@ -70,8 +87,10 @@ GEMM_EXAMPLE = ExampleCase("gemm_f16_4096x4096", "gemm", "matmul", {"N": 4096, "
 def compile_case(name: str):
     import tilemlir
 
-    kernel = tilemlir.compile(gemm_prim_func(**MMA_CASES[name]), target="cuda")
-    assert "tl_mma_m16n8k16_" in kernel.cuda_source(), f"{name} did not take the tensor-core path"
+    wgmma = name in WGMMA_CASES
+    kernel = tilemlir.compile(gemm_prim_func(**(WGMMA_CASES if wgmma else MMA_CASES)[name]), target="cuda",
+                              arch="sm_90a", tensor_cores="wgmma" if wgmma else "mma_sync")
+    assert CASE_MARKERS[name] in kernel.cuda_source(), f"{name} did not take the {CASE_MARKERS[name]} path"
     return kernel
 
 
@@ -85,5 +104,5 @@ def mma_kernel(name: str):
         raise FileNotFoundError(f"no compiler here (torch_mlir) and no artifact {ARTIFACTS / name}: run "
                                 "`python test/gpu/build_artifacts.py` where the compiler is and carry test/gpu/artifacts")
     kernel = load(ARTIFACTS / name)
-    assert "tl_mma_m16n8k16_" in kernel.cuda_source(), f"{name}'s artifact is not a tensor-core GEMM"
+    assert CASE_MARKERS[name] in kernel.cuda_source(), f"{name}'s artifact is not a {CASE_MARKERS[name]} GEMM"
     return kernel

@@ -1,9 +1,9 @@
-"""Tensor-core GEMMs (mma.sync m16n8k16 through ldmatrix) on the GPU: bf16 and fp16 at several shapes, ragged M,
+"""Tensor-core GEMMs on the GPU, mma.sync m16n8k16 through ldmatrix and wgmma m64nNk16 through descriptors: bf16 and fp16 at several shapes, ragged M,
 N and K, transposed operands, a fragment A, f16 accumulation, an epilogue, and examples/gemm.py itself.
 
 Each run draws fresh `randn` inputs (seed printed), fills the outputs with NaN bytes first, and compares with a
-float64 product on the GPU by relative norm error. Every kernel here must take the tensor-core path (its CUDA
-calls the mma helper). Skipped without a GPU."""
+float64 product on the GPU by relative norm error. Every kernel here must take its tensor-core path (its CUDA
+calls the mma.sync or wgmma helper). Skipped without a GPU."""
 
 import numpy as np
 import pytest
@@ -73,6 +73,32 @@ def test_float16_accumulator_and_output():
 
 def test_bias_relu_epilogue_into_bf16():
     kernel = mma_kernel("mma_bf16_bias_relu")
+    assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("block_k", [64, 32, 16])
+@pytest.mark.parametrize("m, n, k", [(128, 128, 128), (4096, 4096, 4096), (4095, 4096, 4096), (129, 512, 1000),
+                                     (1, 256, 64)])
+def test_wgmma_128x128_tiles_every_swizzle(dtype, block_k, m, n, k):
+    kernel = mma_kernel(f"wgmma_{'bf16' if dtype == 'bfloat16' else 'f16'}_128x128x{block_k}")
+    assert run(kernel, m, n, k, False, False, dtype, "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(False, True), (True, False), (True, True)])
+def test_wgmma_transposed_operands(trans_a, trans_b):
+    kernel = mma_kernel(f"wgmma_bf16_trans_{int(trans_a)}{int(trans_b)}")
+    assert run(kernel, 1000, 768, 520, trans_a, trans_b, "bfloat16", "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["wgmma_bf16_64x64x64", "wgmma_bf16_128x256x64", "wgmma_bf16_256x128x64",
+                                  "wgmma_bf16_64x256x32_split_n"])
+def test_wgmma_other_tiles_and_warpgroup_grids(name):
+    assert run(mma_kernel(name), 1031, 1024, 1040, False, False, "bfloat16", "float32") <= 1e-4
+
+
+def test_wgmma_bias_relu_epilogue_into_bf16():
+    kernel = mma_kernel("wgmma_bf16_bias_relu")
     assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2
 
 

@@ -2,13 +2,13 @@
 modules, the CUDA emitter run on them or on a jit function through the whole pipeline, and NVRTC
 compiles of the result (no GPU needed); a hand-written CUDA kernel and its signature; the examples."""
 
-from __future__ import annotations
 
 import json
 
 import pytest
 
 import tilemlir
+import tilemlir.language as T
 from tilemlir.context import make_context
 from tilemlir.emit_cuda import emit
 from tilemlir.mlir import ir
@@ -150,3 +150,45 @@ def run_everywhere(fn, *args) -> list:
     pytest.importorskip("cuda.bindings.nvrtc")
     assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
     return outputs
+
+
+# -- a tensor-core GEMM --------------------------------------------------------------------------------
+
+
+def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
+             threads=128, a_fragment=False, epilogue=False, policy=None, num_stages=2):
+    """A jit GEMM: C = op(A) @ op(B) (+ bias, then a ReLU with `epilogue`) for run-time M, N, K, pipelined
+    `num_stages` deep; the tensor-core tests compile it."""
+    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+    a_tile = (block_K, block_M) if trans_a else (block_M, block_K)
+    b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
+
+    @tilemlir.jit(out_idx=[3])
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), bias: T.Tensor((N,), accum),
+             C: T.Tensor((M, N), accum)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            if a_fragment:
+                A_t = T.alloc_fragment(a_tile, dtype)
+            else:
+                A_t = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((block_M, block_N), accum)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                if trans_a:
+                    T.copy(A[k * block_K, by * block_M], A_t)
+                else:
+                    T.copy(A[by * block_M, k * block_K], A_t)
+                if trans_b:
+                    T.copy(B[bx * block_N, k * block_K], B_s)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_t, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, policy=policy)
+            if epilogue:
+                for i, j in T.Parallel(block_M, block_N):
+                    C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_N + j], 0)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return gemm

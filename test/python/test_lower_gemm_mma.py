@@ -17,46 +17,10 @@ from tilemlir.ir_util import ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import passes_until
-from support import example_module
+from support import example_module, tensor_core_gemm as mma_gemm
 from tilemlir.testing import relative_error
 
 
-def mma_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
-             threads=128, a_fragment=False, epilogue=False, policy=None):
-    """C = op(A) @ op(B) (+ bias, then a ReLU with `epilogue`) for run-time M, N, K."""
-    M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
-    a_shape = (K, M) if trans_a else (M, K)
-    b_shape = (N, K) if trans_b else (K, N)
-    a_tile = (block_K, block_M) if trans_a else (block_M, block_K)
-    b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
-
-    @tilemlir.jit(out_idx=[3])
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), bias: T.Tensor((N,), accum),
-             C: T.Tensor((M, N), accum)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            if a_fragment:
-                A_t = T.alloc_fragment(a_tile, dtype)
-            else:
-                A_t = T.alloc_shared(a_tile, dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_f = T.alloc_fragment((block_M, block_N), accum)
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
-                if trans_a:
-                    T.copy(A[k * block_K, by * block_M], A_t)
-                else:
-                    T.copy(A[by * block_M, k * block_K], A_t)
-                if trans_b:
-                    T.copy(B[bx * block_N, k * block_K], B_s)
-                else:
-                    T.copy(B[k * block_K, bx * block_N], B_s)
-                T.gemm(A_t, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, policy=policy)
-            if epilogue:
-                for i, j in T.Parallel(block_M, block_N):
-                    C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_N + j], 0)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-
-    return gemm
 
 
 def operands(rng, m, n, k, trans_a, trans_b, dtype):
@@ -161,7 +125,7 @@ def test_policy_reaches_the_gemm_and_a_bad_one_is_a_located_error():
         assert policy is None or f'tile.gemm_policy = "{policy.value}"' in text
         assert f"warps_m = {grid[0]} : i64, warps_n = {grid[1]} : i64" in text
     bad = mma_gemm(64, 64, 32, policy="rows")
-    with pytest.raises(tilemlir.CompileError, match=r"test_lower_gemm_mma.py:\d+:\d+: .*'policy' must be a "
+    with pytest.raises(tilemlir.CompileError, match=r"support.py:\d+:\d+: .*'policy' must be a "
                                                     r"T.GemmWarpPolicy \(Square, FullRow or FullCol\), got 'rows'"):
         bad.frontend()
 

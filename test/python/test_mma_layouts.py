@@ -6,7 +6,7 @@ import pytest
 
 from tilemlir.analysis import layouts
 from tilemlir.analysis.layouts import LayoutError
-from tilemlir.analysis.mma_layouts import accumulator_layout, atom_register, operand_a_layout
+from tilemlir.analysis.mma_layouts import accumulator_layout, atom_register, operand_a_layout, wgmma_accumulator_layout
 from tilemlir.backends.cpu.simulate.ptx_isa import FRAGMENTS
 from tilemlir.context import make_context
 from tilemlir.mlir import ir
@@ -85,3 +85,43 @@ def test_grids_that_do_not_tile_are_refused():
         accumulator_layout((64, 64), 256, 2, 2)
     with pytest.raises(LayoutError, match="k16 steps"):
         operand_a_layout((64, 24), 128, 4)
+
+
+def isa_wgmma_d(thread: int, register: int) -> tuple[int, int]:
+    """The PTX ISA's m64nNk16 D fragment (9.7.15.5.1.1): warp w of the warpgroup holds rows 16 w .. 16 w + 15,
+    lane l rows l / 4 and l / 4 + 8 of them, register i column 8 (i / 4) + 2 (l mod 4) + i mod 2."""
+    warp, lane = (thread % 128) // 32, thread % 32
+    return 16 * warp + lane // 4 + 8 * ((register // 2) % 2), 8 * (register // 4) + 2 * (lane % 4) + register % 2
+
+
+@pytest.mark.parametrize("n", [8, 64, 128, 256])
+def test_one_wgmma_accumulator_is_the_isa_table(n):
+    layout = wgmma_accumulator_layout((64, n), 128, 1, 1)
+    for thread in range(128):
+        for register in range(n // 2):
+            index, _ = layout.element_of(thread, register)
+            assert tuple(index) == isa_wgmma_d(thread, register), (thread, register)
+
+
+@pytest.mark.parametrize("shape, threads, groups_m, groups_n", [((128, 128), 128, 1, 1), ((128, 256), 256, 2, 1),
+                                                                 ((64, 256), 256, 1, 2), ((256, 128), 256, 2, 1)])
+def test_wgmma_accumulators_tile_the_instruction_over_blocks_and_warpgroups(shape, threads, groups_m, groups_n):
+    """Warpgroup (g_m, g_n) holds a TM x TN tile; its instruction i (rows 64 i ..) takes registers i TN / 2 ..."""
+    layout = wgmma_accumulator_layout(shape, threads, groups_m, groups_n)
+    assert layouts.check_bijection(layout) is None
+    tile_m, tile_n = shape[0] // groups_m, shape[1] // groups_n
+    for thread in range(threads):
+        group = thread // 128
+        row0, col0 = (group % groups_m) * tile_m, (group // groups_m) * tile_n
+        for instruction in range(tile_m // 64):
+            for register in range(tile_n // 2):
+                row, col = isa_wgmma_d(thread, register)
+                index, _ = layout.element_of(thread, instruction * tile_n // 2 + register)
+                assert tuple(index) == (row0 + 64 * instruction + row, col0 + col)
+
+
+def test_wgmma_accumulator_rejects_grids_that_do_not_tile():
+    with pytest.raises(LayoutError, match="a 1x1 warpgroup grid has 128 threads, not 256"):
+        wgmma_accumulator_layout((128, 128), 256, 1, 1)
+    with pytest.raises(LayoutError, match="a 96x128 accumulator does not split into m64"):
+        wgmma_accumulator_layout((96, 128), 128, 1, 1)

@@ -6,8 +6,8 @@ import random
 import pytest
 
 from tilemlir.analysis.shared_layouts import (
-    SWIZZLE_ROW_PERIOD, ideal_wavefronts, physical_element, shifted_element, swizzle_problem, swizzle_width,
-    swizzled_byte, wavefronts)
+    SWIZZLE_ROW_PERIOD, UNUSED_LEADING_BYTES, buffer_alignment, ideal_wavefronts, physical_element, shifted_element,
+    swizzle_problem, swizzle_width, swizzled_byte, wavefronts, wgmma_descriptor_offsets)
 
 BF16 = 2
 TILES = [(128, 32), (32, 128)]  # an A tile (BM x BK) and a B tile (BK x BN) of a 128x128x32 gemm
@@ -122,3 +122,33 @@ def test_swizzle_problems():
     assert "one of 0, 32, 64, 128" in swizzle_problem(48, (32, 128), BF16)
     assert "multiple of 128 bytes, got 64" in swizzle_problem(128, (128, 32), BF16)
     assert "rank 2 or more" in swizzle_problem(64, (64,), BF16)
+
+
+@pytest.mark.parametrize("width", [32, 64, 128])
+def test_wgmma_descriptor_offsets_follow_the_panels(width):
+    """Stride: the next 8-row group, 8W bytes on in a panel of W-byte rows, either major. Leading: for an
+    MN-major tile the next W-byte panel (`rows` rows of W bytes on); a K-major one's is unused (16)."""
+    element_bytes = 2
+    rows, cols = 64, 4 * width // element_bytes
+    per_panel = width // element_bytes
+    # the byte distances in the layout itself, from physical_element
+    eight_rows_on = (physical_element([8, 0], (rows, cols), element_bytes, width)
+                     - physical_element([0, 0], (rows, cols), element_bytes, width)) * element_bytes
+    next_panel = (physical_element([0, per_panel], (rows, cols), element_bytes, width)
+                  - physical_element([0, 0], (rows, cols), element_bytes, width)) * element_bytes
+    assert wgmma_descriptor_offsets(rows, width, k_major=True) == (UNUSED_LEADING_BYTES, eight_rows_on)
+    assert wgmma_descriptor_offsets(rows, width, k_major=False) == (next_panel, eight_rows_on)
+    assert (eight_rows_on, next_panel) == (8 * width, rows * width)
+
+
+def test_wgmma_descriptor_offsets_reject_unswizzled_and_ragged_tiles():
+    with pytest.raises(ValueError, match="wgmma reads 32, 64 or 128-byte swizzled tiles, not swizzle 0"):
+        wgmma_descriptor_offsets(64, 0, k_major=True)
+    with pytest.raises(ValueError, match="a wgmma tile's rows come in groups of 8, not 12"):
+        wgmma_descriptor_offsets(12, 128, k_major=False)
+
+
+@pytest.mark.parametrize("width, wgmma, align", [(0, False, 16), (64, False, 16), (128, False, 1024), (32, True, 256),
+                                                 (64, True, 512), (128, True, 1024), (0, True, 16)])
+def test_buffer_alignment_starts_the_hardware_swizzle_pattern(width, wgmma, align):
+    assert buffer_alignment(width, wgmma) == align

@@ -19,6 +19,18 @@ which for 16-bit elements is the accumulator layout of an m16n16 atom pair
 the 8 halves at register `8 (m (K / 16) + s)`, in the ISA's a0..a7 order.
 So a C of one gemm copied to f16 is, register for register, the A of the next.
 
+The accumulator of a wgmma m64nNk16 gemm on a `groups_m x groups_n` grid of warpgroups (128
+threads each): warpgroup (g_m, g_n) holds a `TM x TN` tile (TM = M / groups_m, TN = N / groups_n)
+as TM / 64 instructions of m64n{TN}; in one, warp w of the warpgroup holds rows 16 w .. 16 w + 15
+and within them lane l the m16n8 accumulator's elements of every n8 block:
+
+    thread = (col floordiv 2) mod 4 + (row mod 8) * 4 + ((row floordiv 16) mod 4) * 32
+             + g_m * 128 + g_n * 128 groups_m
+    reg    = col mod 2 + ((row floordiv 8) mod 2) * 2 + ((col floordiv 8) mod (TN / 8)) * 4
+             + ((row floordiv 64) mod (TM / 64)) * TN / 2
+
+so instruction i's TN / 2 registers are `i TN / 2 ...`, in the ISA's d0.. order.
+
 Nothing here is checked against the hardware: the CPU simulation runs the
 instructions from `backends/cpu/simulate/ptx_isa.py`'s tables instead, and
 tests compare the two.
@@ -29,6 +41,8 @@ from __future__ import annotations
 import numpy as np
 
 from tilemlir.analysis.layouts import Digit, LayoutError, TiledLayout
+from tilemlir.dialects.tensor_core_ops import MmaChoice
+from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
 
 WARP = 32
 ATOM_M, ATOM_N, ATOM_K = 16, 8, 16
@@ -54,6 +68,37 @@ def accumulator_layout(shape: tuple[int, int], threads: int, warps_m: int, warps
         Digit(0, tile_m, warps_m, thread=WARP),
     ]
     return TiledLayout((m, n), threads, tuple(d for d in digits if d.size > 1)).checked()
+
+
+def wgmma_accumulator_layout(shape: tuple[int, int], threads: int, groups_m: int, groups_n: int) -> TiledLayout:
+    """The layout of C (M x N) of a wgmma m64nNk16 gemm on a groups_m x groups_n warpgroup grid."""
+    m, n = shape
+    if groups_m * groups_n * WARPGROUP != threads:
+        raise LayoutError(f"a {groups_m}x{groups_n} warpgroup grid has {groups_m * groups_n * WARPGROUP} threads, "
+                          f"not {threads}")
+    if m % (WGMMA_M * groups_m) or n % (ATOM_N * groups_n):
+        raise LayoutError(f"a {m}x{n} accumulator does not split into m64 x n8k blocks over {groups_m}x{groups_n} "
+                          "warpgroups")
+    tile_m, tile_n = m // groups_m, n // groups_n
+    digits = [
+        Digit(1, 1, 2, reg=1),
+        Digit(1, 2, 4, thread=1),
+        Digit(1, ATOM_N, tile_n // ATOM_N, reg=4),
+        Digit(1, tile_n, groups_n, thread=WARPGROUP * groups_m),
+        Digit(0, 1, 8, thread=4),
+        Digit(0, 8, 2, reg=2),
+        Digit(0, ATOM_M, WGMMA_M // ATOM_M, thread=WARP),
+        Digit(0, WGMMA_M, tile_m // WGMMA_M, reg=tile_n // 2),
+        Digit(0, tile_m, groups_m, thread=WARPGROUP),
+    ]
+    return TiledLayout((m, n), threads, tuple(d for d in digits if d.size > 1)).checked()
+
+
+def gemm_accumulator_layout(choice: MmaChoice, shape: tuple[int, int], threads: int) -> TiledLayout:
+    """The accumulator layout of a gemm select-mma recorded `choice` for."""
+    if choice.wgmma:
+        return wgmma_accumulator_layout(shape, threads, choice.grid_m, choice.grid_n)
+    return accumulator_layout(shape, threads, choice.grid_m, choice.grid_n)
 
 
 def operand_a_layout(shape: tuple[int, int], threads: int, warps_m: int) -> TiledLayout:

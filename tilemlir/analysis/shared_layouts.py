@@ -126,6 +126,42 @@ def shifted_element(rows_ahead: Any, panel_columns_ahead: Any, shape: Sequence[i
     return ar.add(ar.mul(rows_ahead, per_panel), ar.mul(panel_columns_ahead, rows))
 
 
+BASE_ALIGN = 16
+SWIZZLE_128_ALIGN = 1024
+
+
+def buffer_alignment(width: int, read_by_wgmma: bool) -> int:
+    """Bytes a shared buffer swizzled `width` must be aligned to. The hardware swizzles (TMA's, wgmma's)
+    take their XOR from address bits, so the pattern starts at an 8W-byte boundary (ISA: 1024, 512,
+    256); ldmatrix addresses are computed, but 128-byte panels keep 1024 so the two agree."""
+    if width and read_by_wgmma:
+        return SWIZZLE_ROW_PERIOD * width
+    return SWIZZLE_128_ALIGN if width == 128 else BASE_ALIGN
+
+
+# -- wgmma descriptors -----------------------------------------------------------------------------
+
+# The descriptor's leading byte offset where the ISA does not use it (K-major swizzled tiles): 1 in its units.
+UNUSED_LEADING_BYTES = 16
+
+
+def wgmma_descriptor_offsets(rows: int, width: int, k_major: bool) -> tuple[int, int]:
+    """(leading, stride) byte offsets of the wgmma descriptor of a tile of `rows` rows stored as above.
+
+    The ISA's canonical swizzled layouts are built of atoms of 8 rows of W bytes (an 8W-byte block,
+    swizzled as `swizzled_byte` permutes it). Stride: from one 8-row group of the strided dimension
+    to the next, 8W here for both majors (rows are W apart within a panel). Leading, for an
+    MN-major tile (rows along K, the W bytes of a row along M or N): from one W-byte panel of M or N
+    to the next, `rows * W`; unused for a K-major tile (its K extent per instruction, 32 bytes, lies
+    in one panel, and the next panel is a later k step's start address)."""
+    if width not in SWIZZLE_WIDTHS or width == 0:
+        raise ValueError(f"wgmma reads 32, 64 or 128-byte swizzled tiles, not swizzle {width}")
+    if rows % SWIZZLE_ROW_PERIOD:
+        raise ValueError(f"a wgmma tile's rows come in groups of {SWIZZLE_ROW_PERIOD}, not {rows}")
+    stride = SWIZZLE_ROW_PERIOD * width
+    return (UNUSED_LEADING_BYTES if k_major else rows * width), stride
+
+
 # -- bank conflicts -------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ Shared indices are logical (as in `memref.load`); `tile.ldmatrix` has its entry 
 
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tilemlir.dialects.tile import LOCAL, SHARED, Tile, _bool_attr, _checked, _i64, _int_attr, _without_segments, \
@@ -150,17 +151,42 @@ TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")
 MMA_ATTR = "tile.mma"
 POLICY_ATTR = "tile.gemm_policy"  # T.gemm(..., policy=T.GemmWarpPolicy.X), as "square", "full_row", "full_col"
 POLICIES = ("square", "full_row", "full_col")
+# on a wgmma gemm of a pipelined loop (plan-pipeline): how many of its batches may stay in flight past an iteration
+WGMMA_PENDING_ATTR = "tile.wgmma_pending"
 GEMM_MNK_ATTR = "tile.gemm_mnk"  # [M, N, K] of a gemm kept at the thread level (its fragments are register arrays)
 
 
-def mma_attr(warps_m: int, warps_n: int, shape: str = "m16n8k16") -> ir.Attribute:
-    """`{shape = "m16n8k16", warps_m, warps_n}`: the warp grid splitting C, warps_m * warps_n warps."""
-    return ir.DictAttr.get({"shape": ir.StringAttr.get(shape), "warps_m": _i64(warps_m), "warps_n": _i64(warps_n)})
+MMA_SYNC_SHAPE, WGMMA_SHAPE = "m16n8k16", "m64nNk16"
+MMA_INSTRUCTIONS = {"mma_sync": MMA_SYNC_SHAPE, "wgmma": WGMMA_SHAPE}
+_GRID_KEYS = {MMA_SYNC_SHAPE: ("warps_m", "warps_n"), WGMMA_SHAPE: ("warpgroups_m", "warpgroups_n")}
 
 
-def mma_warps(op: ir.Operation) -> tuple[int, int] | None:
-    """(warps_m, warps_n) of a gemm `select-mma` gave `tile.mma`, else None."""
+@dataclass(frozen=True)
+class MmaChoice:
+    """What select-mma chose for a gemm: the instruction shape and the grid splitting C, of warps
+    (mma.sync m16n8k16) or warpgroups (wgmma m64nNk16) along M and N."""
+
+    shape: str
+    grid_m: int
+    grid_n: int
+
+    @property
+    def wgmma(self) -> bool:
+        return self.shape == WGMMA_SHAPE
+
+
+def mma_attr(grid_m: int, grid_n: int, shape: str = MMA_SYNC_SHAPE) -> ir.Attribute:
+    """`{shape = "m16n8k16", warps_m, warps_n}` (or `{shape = "m64nNk16", warpgroups_m, warpgroups_n}`):
+    the grid of warps (warpgroups) splitting C."""
+    key_m, key_n = _GRID_KEYS[shape]
+    return ir.DictAttr.get({"shape": ir.StringAttr.get(shape), key_m: _i64(grid_m), key_n: _i64(grid_n)})
+
+
+def mma_choice(op: ir.Operation) -> MmaChoice | None:
+    """The choice recorded on a gemm `select-mma` gave `tile.mma`, else None."""
     if MMA_ATTR not in op.attributes:
         return None
     attr = ir.DictAttr(op.attributes[MMA_ATTR])
-    return ir.IntegerAttr(attr["warps_m"]).value, ir.IntegerAttr(attr["warps_n"]).value
+    shape = ir.StringAttr(attr["shape"]).value
+    key_m, key_n = _GRID_KEYS[shape]
+    return MmaChoice(shape, ir.IntegerAttr(attr[key_m]).value, ir.IntegerAttr(attr[key_n]).value)

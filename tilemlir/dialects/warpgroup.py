@@ -187,8 +187,8 @@ class FenceProxyAsyncOp(Tile.Operation, name="fence_proxy_async"):
 
 def wgmma_desc(src, indices, leading_bytes: int, stride_bytes: int, swizzle: int, *, loc=None,
                ip=None) -> ir.Value:
-    op = WgmmaDescOp(ir.IntegerType.get_signless(64), src, list(indices), _i64(leading_bytes), _i64(stride_bytes),
-                     _i64(swizzle), loc=loc, ip=ip)
+    op = WgmmaDescOp(src, list(indices), _i64(leading_bytes), _i64(stride_bytes), _i64(swizzle),
+                     ir.IntegerType.get_signless(64), loc=loc, ip=ip)
     return _without_segments(op).result
 
 

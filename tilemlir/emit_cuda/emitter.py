@@ -27,6 +27,7 @@ from tilemlir.emit_cuda.signs import Signs
 from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.emit_cuda.value_names import ValueNames
 from tilemlir.emit_cuda.tensor_cores import TensorCoreStatements
+from tilemlir.emit_cuda.warpgroup import WarpgroupStatements
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
 
@@ -63,6 +64,7 @@ class KernelEmitter:
             bind=self.exprs.__setitem__, result_variable=self.result_variable, c_type=self.c_type)
         self.vectors = VectorStatements(context)
         self.tensor_cores = TensorCoreStatements(context)
+        self.warpgroup = WarpgroupStatements(context)
         self._ids: dict[tuple[str, str], CExpr] = {}
         self._branch_targets: list[tuple[ir.Block, list[tuple[str, str]]] | None] = []
         self._launch_args = list(kernel.body.arguments)
@@ -452,6 +454,12 @@ _HANDLERS = {
     "tile.atomic_add": KernelEmitter._atomic_add,
     "tile.ldmatrix": KernelEmitter._ldmatrix,
     "tile.mma_sync": KernelEmitter._mma_sync,
+    "tile.wgmma_desc": lambda emitter, op: emitter.warpgroup.descriptor(op),
+    "tile.wgmma": lambda emitter, op: emitter.warpgroup.wgmma(op),
+    "tile.wgmma_fence": lambda emitter, op: emitter.warpgroup.fence(op),
+    "tile.wgmma_commit": lambda emitter, op: emitter.warpgroup.fence(op),
+    "tile.fence_proxy_async": lambda emitter, op: emitter.warpgroup.fence(op),
+    "tile.wgmma_wait": lambda emitter, op: emitter.warpgroup.wait(op),
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
     **async_copy.HANDLERS,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, buffer_alignment
 from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
@@ -30,7 +30,6 @@ from tilemlir.hardware import format_bytes, max_shared_bytes
 from tilemlir.mlir import ir
 
 SHARED_ALIGN = 16
-SWIZZLE_128_ALIGN = 1024
 _ALLOCS = ("memref.alloca", "memref.alloc")
 
 
@@ -58,9 +57,8 @@ class Memory:
         self.tensors: dict[ir.Value, Tensor] = {}
         self.buffers: dict[ir.Value, Buffer] = {}
         self.shared_offsets, self.shared_bytes = _plan_shared(kernel)
-        # 1024 when a 128-byte swizzle's address bits must be the offset's (plan-shared-memory aligns it so)
-        self.shared_align = max([SHARED_ALIGN] + [SWIZZLE_128_ALIGN for op in self.shared_offsets
-                                                  if irutil.int_attr(op, SWIZZLE_ATTR) == 128])
+        # the largest alignment a buffer's swizzle needs (plan-shared-memory aligned its offset so)
+        self.shared_align = max([SHARED_ALIGN] + [_alignment(op) for op in self.shared_offsets])
         self._launch = kernel.launch
         written = _written_memrefs(kernel.func)
         for arg, py_name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
@@ -203,3 +201,8 @@ def _layout_comment(op: ir.Operation) -> str:
         return f"  // layout {attr}"
     text = f"  // layout: thread {thread_map}, register {local_map}"
     return text + (f", replicated x{replicate}" if replicate > 1 else "")
+
+
+def _alignment(alloca: ir.Operation) -> int:
+    read_by_wgmma = any(use.owner.name == "tile.wgmma_desc" for use in alloca.results[0].uses)
+    return buffer_alignment(irutil.int_attr(alloca, SWIZZLE_ATTR) or 0, read_by_wgmma)

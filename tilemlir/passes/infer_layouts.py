@@ -13,7 +13,7 @@ How layouts are found:
   dims' threads as replicas, so every thread running a point holds what it
   reads. Such accesses may only read.
 - Fixed layouts: the accumulator C (and a fragment A) of a `tile.mma` gemm
-  take the mma.sync fragment layouts (`analysis/mma_layouts.py`), the gemm
+  take the mma.sync or wgmma fragment layouts (`analysis/mma_layouts.py`), the gemm
   named in conflict messages; `tile.annotated_layout` (T.annotate_layout) on an
   allocation, and full replication for fragments read or written outside
   any parallel loop (every thread runs that code). A `tile.thread_loop`
@@ -61,9 +61,9 @@ from tilemlir.analysis.layouts import (
     tiled_layout,
     vector_elements,
 )
-from tilemlir.analysis.mma_layouts import accumulator_layout, operand_a_layout
+from tilemlir.analysis.mma_layouts import gemm_accumulator_layout, operand_a_layout
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects.tensor_core_ops import mma_warps
+from tilemlir.dialects.tensor_core_ops import mma_choice
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, walk_ops
 from tilemlir.mlir import ir
@@ -176,13 +176,14 @@ class _Kernel:
         for op in walk_ops(self.kernel):
             if op.name in ("memref.load", "memref.store"):
                 self._add_access(op)
-            elif op.name == "tile.gemm" and mma_warps(op) is not None:
+            elif op.name == "tile.gemm" and mma_choice(op) is not None:
                 self._add_mma_gemm(op)
 
     def _add_mma_gemm(self, op: ir.Operation) -> None:
-        warps_m, warps_n = mma_warps(op)
+        choice = mma_choice(op)
+        warps_m, warps_n = choice.grid_m, choice.grid_n
         a, c = self.fragments.get(op.operands[0]), self.fragments.get(op.operands[2])
-        fixed = [(c, lambda: accumulator_layout(c.shape, self.threads, warps_m, warps_n),
+        fixed = [(c, lambda: gemm_accumulator_layout(choice, c.shape, self.threads),
                   f"{c.label} is the accumulator of this T.gemm on tensor cores")]
         if a is not None:
             if warps_n != 1:

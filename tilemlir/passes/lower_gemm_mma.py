@@ -1,4 +1,4 @@
-"""lower-gemm-mma: each `tile.mma` gemm becomes ldmatrix + mma.sync m16n8k16 per k16 step.
+"""lower-gemm-mma: each `tile.mma` gemm becomes ldmatrix + mma.sync m16n8k16 per k16 step, or wgmma.
 
 Takes thread-level IR after partition-threads, where a `tile.mma` gemm
 (select-mma) was kept with C (and a fragment A) as register arrays holding
@@ -25,6 +25,20 @@ fragment A (its offsets move with the step). `a_frag` / `b_frag` are i32
 "local" arrays allocated at the top of the launch. A C (or fragment A)
 whose layout is not the mma layout of the gemm's warp grid (an annotation
 won) is a CompileError naming the gemm.
+
+A gemm of shape m64nNk16 (select-mma's wgmma choice; A and B swizzled
+shared tiles) becomes, with warpgroup `g = tid / 128` holding the
+`TM x TN` tile at `(g mod groups_m) TM, (g / groups_m) TN`: a
+`tile.wgmma_fence`, the k16 steps (an `scf.for` marked unrolled), each one
+`tile.wgmma_desc` of B at (k0, col0) (or (col0, k0) when B is N x K) and
+per 64-row block i of the tile one of A at (row0 + 64 i, k0) (or
+transposed) and one `tile.wgmma` into C's registers `i TN / 2 ..`; then a
+`tile.wgmma_commit` and a `tile.wgmma_wait` for all batches, or all but one
+with `tile.wgmma_pending = 1` (plan-pipeline's), followed by a wait for all
+after the enclosing loop. Descriptor offsets come from
+`shared_layouts.wgmma_descriptor_offsets`. A launch with a wgmma gets a
+`tile.fence_proxy_async` before each of its barriers: the writers' side
+of the generic-to-async proxy ordering wgmma's shared reads need.
 """
 
 from __future__ import annotations
@@ -33,11 +47,15 @@ from dataclasses import dataclass
 
 from tilemlir.analysis.layouts import LayoutError, from_attr
 from tilemlir.analysis.mma_layouts import ATOM_K, ATOM_M, ATOM_N, WARP, accumulator_layout, atom_register, \
-    operand_a_layout
+    operand_a_layout, wgmma_accumulator_layout
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, wgmma_descriptor_offsets
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tensor_core_ops as tc
+from tilemlir.dialects import warpgroup
+from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
 from tilemlir.dialects.tile import LOCAL, gemm_ring_indices, memory_space
-from tilemlir.ir_util import defining_op, operation, ops_named
+from tilemlir import ir_util
+from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import UNROLL_ATTR, Builder
@@ -45,12 +63,24 @@ from tilemlir.rewriting.thread_builder import UNROLL_ATTR, Builder
 LAYOUT_ON_ALLOCA = "tile.layout"
 
 
-@register_pass("lower-gemm-mma", "tile.mma gemm (thread level) -> tile.ldmatrix + tile.mma_sync per k16 step")
+@register_pass("lower-gemm-mma", "tile.mma gemm (thread level) -> ldmatrix + mma.sync per k16 step, or wgmma")
 def run(module: ir.Operation, options) -> None:
     module = operation(module)
     with module.context, module.location:
         for gemm in ops_named(module, "tile.gemm"):
-            _MmaGemm(gemm).lower()
+            choice = tc.mma_choice(gemm)
+            (_WgmmaGemm if choice is not None and choice.wgmma else _MmaGemm)(gemm).lower()
+        for launch in ops_named(module, "gpu.launch"):
+            if ops_named(launch, "tile.wgmma"):
+                _fence_barriers(launch)
+
+
+def _fence_barriers(launch: ir.Operation) -> None:
+    """A proxy fence before every barrier: shared bytes written by plain stores or cp.async (the generic
+    proxy) reach a later wgmma (the async proxy) only through the writer's fence and then a barrier,
+    and a wgmma's reads, retired by its wait, come before later writes the same way."""
+    for barrier in ops_named(launch, "gpu.barrier"):
+        warpgroup.fence_proxy_async(loc=barrier.location, ip=ir.InsertionPoint(barrier))
 
 
 @dataclass(frozen=True)
@@ -58,12 +88,13 @@ class _Tiling:
     m: int
     n: int
     k: int
-    warps_m: int
+    warps_m: int  # warpgroups for wgmma
     warps_n: int
+    unit: int = WARP  # threads of a warp (a warpgroup for wgmma)
 
     @property
     def threads(self) -> int:
-        return self.warps_m * self.warps_n * WARP
+        return self.warps_m * self.warps_n * self.unit
 
     @property
     def warp_m(self) -> int:  # rows of C a warp holds
@@ -87,15 +118,17 @@ class _Tiling:
 
 
 class _MmaGemm:
+    INSTRUCTION = "mma.sync"
+
     def __init__(self, gemm: ir.Operation):
         self.gemm = gemm
-        warps = tc.mma_warps(gemm)
-        if warps is None or tc.GEMM_MNK_ATTR not in gemm.attributes:
+        choice = tc.mma_choice(gemm)
+        if choice is None or tc.GEMM_MNK_ATTR not in gemm.attributes:
             raise diag.error(gemm, "tile.gemm reached the thread level without tile.mma and tile.gemm_mnk: run "
                                    "select-mma, lower-gemm-simt and partition-threads first")
         launch = _enclosing_launch(gemm)
         m, n, k = (ir.IntegerAttr(v).value for v in ir.ArrayAttr(gemm.attributes[tc.GEMM_MNK_ATTR]))
-        self.t = _Tiling(m, n, k, *warps)
+        self.t = _Tiling(m, n, k, choice.grid_m, choice.grid_n, WARPGROUP if choice.wgmma else WARP)
         self.a, self.b, self.c = list(gemm.operands)[:3]
         self.ring_a, self.ring_b = gemm_ring_indices(gemm)
         self.trans_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
@@ -144,8 +177,9 @@ class _MmaGemm:
         except (KeyError, LayoutError, AttributeError):
             layout = None
         if layout != wanted:
+            grid = "warpgroup grid" if isinstance(self, _WgmmaGemm) else "warp grid"
             raise diag.error(self.gemm, f"the {label} operand of this T.gemm on tensor cores does not hold the "
-                                        f"mma.sync layout of its {self.t.warps_m}x{self.t.warps_n} warp grid "
+                                        f"{self.INSTRUCTION} layout of its {self.t.warps_m}x{self.t.warps_n} {grid} "
                                         "(a T.annotate_layout chose another); drop the annotation")
         return layout
 
@@ -189,6 +223,61 @@ class _MmaGemm:
             indices = [b.add(b.add(k0, k_half), self.lane_lo8), b.add(n0, n_atom)]
         tc.ldmatrix(self.b, self.b_frag, [*self.ring_b, *indices], count, not self.trans_b, 2 * j,
                     loc=b.loc, ip=b.ip)
+
+
+class _WgmmaGemm(_MmaGemm):
+    """A tile.mma gemm of shape m64nNk16: per k16 step, per 64-row block of the warpgroup's tile, one
+    wgmma reading A and B through descriptors; one fence, commit and wait around the steps."""
+
+    INSTRUCTION = "wgmma"
+
+    def lower(self) -> None:
+        t, b = self.t, self.b_
+        groups_m, groups_n = t.warps_m, t.warps_n  # warpgroups here
+        tile_m, tile_n = t.m // groups_m, t.n // groups_n
+        self._register_layout(self.c, (t.m, t.n), "C",
+                              lambda: wgmma_accumulator_layout((t.m, t.n), t.threads, groups_m, groups_n))
+        group = b.div(b.thread_id(t.threads), WARPGROUP)
+        row0 = b.mul(b.rem(group, groups_m), tile_m)
+        col0 = b.mul(b.div(group, groups_m), tile_n)
+        a_k_major, b_k_major = not self.trans_a, self.trans_b
+        warpgroup.wgmma_fence(loc=b.loc, ip=b.ip)
+        with b.loop(t.steps, unroll=False) as (inner, step, _, loop):
+            loop.attributes[UNROLL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), t.steps)
+            loop.attributes["tile.name"] = ir.StringAttr.get("ks")
+            k0 = inner.mul(step, ATOM_K)
+            b_desc = self._descriptor(inner, self.b, self.ring_b, [col0, k0] if b_k_major else [k0, col0], b_k_major)
+            for i in range(tile_m // WGMMA_M):
+                m0 = inner.add(row0, i * WGMMA_M)
+                a_desc = self._descriptor(inner, self.a, self.ring_a, [m0, k0] if a_k_major else [k0, m0], a_k_major)
+                warpgroup.wgmma(a_desc, b_desc, self.c, tile_n, self.operand_type, i * tile_n // 2,
+                                trans_a=not a_k_major, trans_b=not b_k_major, loc=inner.loc, ip=inner.ip)
+        warpgroup.wgmma_commit(loc=b.loc, ip=b.ip)
+        pending = ir.IntegerAttr(self.gemm.attributes[tc.WGMMA_PENDING_ATTR]).value \
+            if tc.WGMMA_PENDING_ATTR in self.gemm.attributes else 0
+        warpgroup.wgmma_wait(pending, loc=b.loc, ip=b.ip)
+        if pending:
+            self._wait_after_the_loop()
+        self.gemm.erase()
+
+    def _wait_after_the_loop(self) -> None:
+        """A batch left in flight by the last iteration retires before anything after the loop reads C."""
+        loop = enclosing(self.gemm, "scf.for", stop="gpu.launch")
+        if loop is None:
+            raise diag.error(self.gemm, "a wgmma gemm with tile.wgmma_pending must be in a loop (plan-pipeline sets "
+                                        "it on the gemms of a pipelined loop)")
+        warpgroup.wgmma_wait(0, loc=self.gemm.location, ip=ir_util.after(loop))
+
+    def _descriptor(self, b: Builder, operand: ir.Value, ring: list[ir.Value], origin: list[ir.Value],
+                    k_major: bool) -> ir.Value:
+        alloca = defining_op(operand)
+        width = ir.IntegerAttr(alloca.attributes[SWIZZLE_ATTR]).value if SWIZZLE_ATTR in alloca.attributes else 0
+        if width == 0:
+            raise diag.error(self.gemm, "a wgmma operand must be a swizzled shared tile (select-shared-layouts gives "
+                                        "one to every shared operand of a tile.mma gemm whose rows are a multiple "
+                                        "of 32 bytes)")
+        leading, stride = wgmma_descriptor_offsets(operand.type.shape[-2], width, k_major)
+        return warpgroup.wgmma_desc(operand, [*ring, *origin], leading, stride, width, loc=b.loc, ip=b.ip)
 
 
 def _enclosing_launch(op: ir.Operation) -> ir.Operation:

@@ -12,13 +12,19 @@ every `tile.pipelined` with `num_stages = S > 1` over `k` in `[lower, upper)` st
 - Each ring copy's buffer becomes `[S, ...]` (`tile.ring`, its other attributes kept), slot
   `t mod S` holding tile t; the body's reads take the slot as a leading index (a gemm as ring
   indices, `gemm_ring_indices`; a copy from it as a leading offset).
-- Prologue, before the loop: for tiles i = 0 .. S-2, the ring copies of tile i into slot i under
+- The copies run D = S-1 tiles ahead, or D = S-2 when S >= 3 and a ring feeds a wgmma gemm at the top
+  of the body: its batch stays in flight into the next iteration (such a gemm gets
+  `tile.wgmma_pending = 1`: lower-gemm-mma waits for all but one batch, and for all after the loop),
+  so its slot is the one not yet free.
+- Prologue, before the loop: for tiles i = 0 .. D-1, the ring copies of tile i into slot i under
   `lower + i * step < upper` (left out when constants decide it), each followed by
   `tile.cp_async_commit`.
-- Each iteration: `tile.cp_async_wait {pending = S-2}` (tile t has landed), one `gpu.barrier`
-  (tile t is visible to every thread, and every thread is done with slot (t-1) mod S), the ring
-  copies of tile t+S-1 into slot (t+S-1) mod S under `k + (S-1) * step < upper`, a commit (an
-  empty group near the end keeps the count uniform), then the body's compute on slot t mod S.
+- Each iteration: `tile.cp_async_wait {pending = D-1}` (tile t has landed), one `gpu.barrier`
+  (tile t is visible to every thread, and every thread is done with slot (t+D) mod S: with D = S-1
+  its reads were iteration t-1's, with S-2 a wgmma of iteration t-2 that each thread's wait retired
+  in iteration t-1), the ring copies of tile t+D into slot (t+D) mod S under `k + D * step < upper`,
+  a commit (an empty group near the end keeps the count uniform), then the body's compute on slot
+  t mod S.
 - Ring copies carry `tile.async`: lower-tile-ops marks their shared stores, async-copies turns
   those into `tile.cp_async` after vectorize. A ragged last tile reads zeros as every copy
   does outside its tensor (cp.async's zero fill once asynchronous), never a per-element guard
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field
 
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR, RING_ATTR
 from tilemlir.dialects import async_copy, tile
+from tilemlir.dialects.tensor_core_ops import WGMMA_PENDING_ATTR, mma_choice
 from tilemlir.dialects.tile import SHARED, memory_space
 from tilemlir.ir_util import constant_int, defining_op, inside, operation, ops_named
 from tilemlir.mlir import ir
@@ -85,19 +92,23 @@ class _Pipeline:
         loc = self.loop.location
         for r in rings:
             r.ring = self._ring_alloc(r.alloc)
+        in_flight = self._in_flight_wgmmas(rings)
+        ahead = self.stages - 1 - (1 if in_flight else 0)
+        for gemm in in_flight:
+            gemm.attributes[WGMMA_PENDING_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
         before = self.builder(ir.InsertionPoint(self.loop), loc)
-        for i in range(self.stages - 1):
+        for i in range(ahead):
             k_i = before.add(lower, before.mul(step, i)) if constant_int(step) is not None else self._affine(
                 before, lower, step, i)
             self._issue(before, copies, rings, k_i, before.index(i), upper)
             async_copy.cp_async_commit(loc=loc, ip=before.ip)
         first = operation(list(self.body.operations)[0])
         inner = self.builder(ir.InsertionPoint(first), loc)
-        async_copy.cp_async_wait(self.stages - 2, loc=loc, ip=inner.ip)
+        async_copy.cp_async_wait(ahead - 1, loc=loc, ip=inner.ip)
         inner.op("gpu.barrier")
         t = self._iteration(inner, lower, step)
-        k_next = self._affine(inner, self.k, step, self.stages - 1)
-        self._issue(inner, copies, rings, k_next, inner.rem(inner.add(t, self.stages - 1), self.stages), upper)
+        k_next = self._affine(inner, self.k, step, ahead)
+        self._issue(inner, copies, rings, k_next, inner.rem(inner.add(t, ahead), self.stages), upper)
         async_copy.cp_async_commit(loc=loc, ip=inner.ip)
         slot = inner.rem(t, self.stages)
         ring_of = {r.alloc.results[0]: r.ring for r in rings}
@@ -112,6 +123,15 @@ class _Pipeline:
                     op.erase()
         for r in rings:
             r.alloc.erase()
+
+    def _in_flight_wgmmas(self, rings: list[_Ring]) -> list[ir.Operation]:
+        """The wgmma gemms at the top of the body reading a ring, which may stay in flight one iteration
+        (with at least 3 stages: one slot for the copies ahead, one being read, one still read)."""
+        if self.stages < 3:
+            return []
+        gemms = {read: None for r in rings for read in r.reads if read.name == "tile.gemm"
+                 and operation(read.parent) == self.loop and _is_wgmma(read)}
+        return list(gemms)
 
     # ------------------------------------------------------------ which copies
 
@@ -254,6 +274,11 @@ class _Pipeline:
         for old, value in zip(read.results, new.results):
             old.replace_all_uses_with(value)
         read.erase()
+
+
+def _is_wgmma(gemm: ir.Operation) -> bool:
+    choice = mma_choice(gemm)
+    return choice is not None and choice.wgmma
 
 
 def _copy_attributes(old: ir.Operation, new: ir.Operation) -> None:

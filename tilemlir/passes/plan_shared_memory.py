@@ -12,8 +12,9 @@ the kernel's limit at load past 48 KiB:
   `gpu.barrier` of the launch body (not inside any branch or loop) between them: no thread can
   then still touch the old one while another writes the new one;
 - buffers are placed in the order they are allocated at the lowest offset that overlaps no buffer
-  placed before that it may not share with (first fit), aligned 1024 bytes for `tile.swizzle = 128` (the address bits the
-  pattern XORs are then those of the offset, as TMA and wgmma read them), else 16;
+  placed before that it may not share with (first fit), aligned as `shared_layouts.buffer_alignment` says:
+  8W bytes for a `tile.swizzle = W` buffer a `tile.wgmma_desc` reads, 1024 for any other 128-byte swizzle (the
+  address bits the pattern XORs are then those of the offset, as TMA and wgmma read them), else 16;
 - with the `arch` option, more than `arch` lets one block use (`tilemlir.hardware.max_shared_bytes`)
   is a CompileError at the kernel naming its largest buffers. The compile pipeline runs it without
   (it does not know the target); the CUDA emitter checks the planned offsets against the compile's
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR
+from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, buffer_alignment
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import SHARED, memory_space
 from tilemlir.hardware import format_bytes, max_shared_bytes
@@ -34,8 +35,6 @@ from tilemlir.pass_infra.registry import register_pass
 
 OFFSET_ATTR = "tile.smem_offset"
 _LOOPS = ("scf.for", "scf.while", "scf.parallel")
-BASE_ALIGN = 16
-SWIZZLE_128_ALIGN = 1024
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,8 @@ def _plan(launch: ir.Operation, arch: str) -> None:
             continue
         start, end = _live_range(alloca, positions, spans)
         width = alloca.attributes[SWIZZLE_ATTR].value if SWIZZLE_ATTR in alloca.attributes else 0
-        placed.append(_Buffer(alloca, _bytes(type_), SWIZZLE_128_ALIGN if width == 128 else BASE_ALIGN, start, end))
+        read_by_wgmma = any(operation(use.owner).name == "tile.wgmma_desc" for use in alloca.results[0].uses)
+        placed.append(_Buffer(alloca, _bytes(type_), buffer_alignment(width, read_by_wgmma), start, end))
     barriers = sorted(positions[op] for op in _children(launch) if op.name == "gpu.barrier")
     for index, buffer in enumerate(placed):
         buffer.offset = _first_fit(buffer, [p for p in placed[:index] if not _apart(p, buffer, barriers)])

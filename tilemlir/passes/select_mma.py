@@ -18,6 +18,15 @@ else the squarest split, ties to more warps along M. A requested policy
 that no grid satisfies is a located error; other gemms stay for
 lower-gemm-simt, with a remark saying why. With `enable=false` (the
 compile option `tensor_cores=False`) it selects nothing.
+
+With `instruction=wgmma` (sm_90a) a gemm gets `tile.mma = {shape = "m64nNk16",
+warpgroups_m, warpgroups_n}` instead where wgmma can run it: A and B
+two-dimensional shared tiles whose rows are a multiple of 32 bytes (so
+select-shared-layouts swizzles them), C f32, threads whole warpgroups of 128,
+and a warpgroup grid with M % (64 groups_m) == 0 and N / groups_n at most 256
+and a multiple of 8 (of a whole swizzle panel when B is stored K x N). Every
+warpgroup goes along M where that fits (policy full_col: along N). Otherwise
+the mma.sync choice above, with a remark saying why not wgmma.
 """
 
 from __future__ import annotations
@@ -26,33 +35,41 @@ from dataclasses import dataclass
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.mma_layouts import ATOM_K, ATOM_M, ATOM_N, WARP
+from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects.tensor_core_ops import MMA_ATTR, POLICIES, POLICY_ATTR, mma_attr
+from tilemlir.analysis.shared_layouts import swizzle_width
+from tilemlir.dialects.tensor_core_ops import MMA_ATTR, MMA_INSTRUCTIONS, POLICIES, POLICY_ATTR, WGMMA_SHAPE, mma_attr
 from tilemlir.dialects.tile import FRAGMENT, SHARED, memory_space
-from tilemlir.ir_util import enclosing, operation, ops_named
+from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
+from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 
+WGMMA_MAX_N = 256
 _ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",)}
 
 
 @dataclass(frozen=True)
 class SelectMmaOptions:
     enable: bool = True  # false: select nothing (every gemm on CUDA cores; the compile option tensor_cores=False)
+    instruction: str = "mma_sync"  # or "wgmma" (sm_90a): tried first, mma.sync where it cannot run
 
 
-@register_pass("select-mma", "give tensor-core-eligible tile.gemm ops tile.mma (mma.sync m16n8k16, a warp grid)",
-               SelectMmaOptions)
+@register_pass("select-mma", "give tensor-core-eligible tile.gemm ops tile.mma (mma.sync m16n8k16 or wgmma "
+               "m64nNk16, a warp or warpgroup grid)", SelectMmaOptions)
 def run(module: ir.Operation, options: SelectMmaOptions) -> None:
     if not options.enable:
         return
+    if options.instruction not in MMA_INSTRUCTIONS:
+        raise CompileError(f"select-mma: instruction must be one of {', '.join(MMA_INSTRUCTIONS)}, got "
+                                f"{options.instruction!r}")
     module = operation(module)
     with module.context, module.location:
         for gemm in ops_named(module, "tile.gemm"):
-            _select(gemm)
+            _select(gemm, options.instruction == "wgmma")
 
 
-def _select(gemm: ir.Operation) -> None:
+def _select(gemm: ir.Operation, try_wgmma: bool) -> None:
     kernel = enclosing(gemm, "tile.kernel", stop="func.func")
     if kernel is None:
         return
@@ -62,6 +79,12 @@ def _select(gemm: ir.Operation) -> None:
     if problem:
         diag.remark(gemm, f"T.gemm runs on CUDA cores: {problem}")
         return
+    if try_wgmma:
+        groups = wgmma_grid(gemm, threads, policy)
+        if isinstance(groups, tuple):
+            gemm.attributes[MMA_ATTR] = mma_attr(*groups, shape=WGMMA_SHAPE)
+            return
+        diag.remark(gemm, f"T.gemm runs on mma.sync, not wgmma: {groups}")
     m, n = gemm.operands[2].type.shape
     warps = threads // WARP
     grids = [(wm, warps // wm) for wm in range(1, warps + 1)
@@ -83,6 +106,50 @@ def _select(gemm: ir.Operation) -> None:
                           f"do not tile M = {m} into m16 atoms each")
         return
     gemm.attributes[MMA_ATTR] = mma_attr(*grid)
+
+
+def wgmma_grid(gemm: ir.Operation, threads: int, policy: str | None) -> tuple[int, int] | str:
+    """The warpgroup grid (groups_m, groups_n) of a wgmma lowering of `gemm`, or why there is none.
+    Every warpgroup along M where that tiles C (each then holds whole rows), else the fewest along N."""
+    a, b, c = list(gemm.operands)[:3]
+    if memory_space(a.type) != SHARED:
+        return "wgmma reads A from shared memory here (a fragment A is not supported yet)"
+    if str(c.type.element_type) != "f32":
+        return f"wgmma accumulates in f32 here, not {c.type.element_type}"
+    if threads % WARPGROUP:
+        return f"the block's {threads} threads are not whole warpgroups of {WARPGROUP}"
+    widths = [_swizzle_of(v) for v in (a, b)]
+    for label, width in zip("AB", widths):
+        if width is None:
+            return (f"{label} must be a two-dimensional T.alloc_shared whose rows are a multiple of 32 bytes "
+                    "(wgmma reads swizzled shared tiles)")
+    m, n = c.type.shape
+    groups = threads // WARPGROUP
+    b_mn_major = not ir.BoolAttr(gemm.attributes["transpose_b"]).value
+    panel = widths[1] // _element_bytes(b.type) if b_mn_major else ATOM_N
+    grids = [(gm, groups // gm) for gm in range(groups, 0, -1) if groups % gm == 0]
+    if policy == "full_row":
+        grids = grids[:1]
+    elif policy == "full_col":
+        grids = grids[-1:]
+    for gm, gn in grids:
+        tile_n = n // gn if n % gn == 0 else 0
+        if m % (WGMMA_M * gm) == 0 and tile_n and tile_n % panel == 0 and tile_n <= WGMMA_MAX_N:
+            return gm, gn
+    return (f"no grid of {groups} warpgroups tiles C ({m}x{n}) into m64 rows and n blocks of at most "
+            f"{WGMMA_MAX_N} columns, each a multiple of {panel}")
+
+
+def _swizzle_of(operand: ir.Value) -> int | None:
+    """The swizzle select-shared-layouts will give the shared tile `operand`, None if it gives none."""
+    alloc = defining_op(operand)
+    if alloc is None or alloc.name != "tile.alloc_shared" or operand.type.rank != 2:
+        return None
+    return swizzle_width(operand.type.shape[-1] * _element_bytes(operand.type)) or None
+
+
+def _element_bytes(type_: ir.MemRefType) -> int:
+    return -(-type_.element_type.width // 8)
 
 
 def _ineligible(gemm: ir.Operation, threads: int) -> str | None:

@@ -128,7 +128,16 @@ def compile_ptx(source: str, name: str, options: CompileOptions) -> str:
     return _compile(source, name, options, flags, "PTX").rstrip(b"\x00").decode()
 
 
-def _compile(source: str, name: str, options: CompileOptions, flags: list[str], output: str) -> bytes:
+def ptxas_report(source: str, name: str, options: CompileOptions) -> str:
+    """ptxas's verbose report on `source` compiled as `compile_cuda` would (registers, spills, and the
+    advisories it prints only there, e.g. that it serialized wgmma instructions)."""
+    reports: list[str] = []
+    _compile(source, name, options, [*options.flags(), "--ptxas-options=-v"], "CUBIN", reports)
+    return reports[0]
+
+
+def _compile(source: str, name: str, options: CompileOptions, flags: list[str], output: str,
+             reports: list[str] | None = None) -> bytes:
     nvrtc = toolchain.bindings()
     created = nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], [])
     program = toolchain.check(created, "program creation")
@@ -141,6 +150,8 @@ def _compile(source: str, name: str, options: CompileOptions, flags: list[str], 
                 "error", f"NVRTC could not compile {name}.cu for {options.arch}:\n{program_log.rstrip()}"))
         if program_log.strip():
             log.debug("NVRTC log for %s.cu:\n%s", name, program_log.rstrip())
+        if reports is not None:
+            reports.append(program_log)
         size = toolchain.check(getattr(nvrtc, f"nvrtcGet{output}Size")(program), f"{output} size query")
         image = b" " * size
         toolchain.check((getattr(nvrtc, f"nvrtcGet{output}")(program, image)[0], None), f"{output} read")

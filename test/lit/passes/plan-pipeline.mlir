@@ -75,6 +75,50 @@ func.func @mma_gemm(%A: memref<?x?xbf16>, %B: memref<?x256xbf16>, %n: index) att
 
 // -----
 
+// Three stages feeding a wgmma gemm: its batch stays in flight one iteration (tile.wgmma_pending = 1), so the
+// copies run one tile ahead, not two: the prologue copies tile 0, each iteration waits for all groups and
+// copies tile k + 1 into slot (k + 1) mod 3 (the slot iteration k - 2's wgmma read, retired in k - 1).
+// CHECK-LABEL: func.func @wgmma_gemm
+// CHECK: %[[A:.+]] = "tile.alloc_shared"() {name = "A_s", tile.ring, tile.swizzle = 64 : i64} : () -> memref<3x128x32xbf16, "shared">
+// CHECK: "tile.copy"(%{{.+}}, %[[A]], %{{.+}}, %{{.+}}, %[[C0:.+]], %{{.+}}, %{{.+}}) {shape = [1, 128, 32], tile.async}
+// CHECK: "tile.cp_async_commit"() : () -> ()
+// CHECK-NEXT: "tile.pipelined"
+// CHECK-NEXT: ^bb0(%[[K:.+]]: index):
+// CHECK-NEXT: "tile.cp_async_wait"() {pending = 0 : i64} : () -> ()
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[NEXT:.+]] = arith.addi %[[K]], %[[C1:.+]] : index
+// CHECK-NEXT: %[[T1:.+]] = arith.addi %[[K]], %[[C1]] : index
+// CHECK-NEXT: %[[SLOT1:.+]] = arith.remui %[[T1]], %{{.+}} : index
+// CHECK: "tile.copy"(%{{.+}}, %[[A]], %{{.+}}, %{{.+}}, %[[SLOT1]], %{{.+}}, %{{.+}}) {shape = [1, 128, 32], tile.async}
+// CHECK: "tile.gemm"({{.+}}) {tile.mma = {shape = "m64nNk16", warpgroups_m = 1 : i64, warpgroups_n = 1 : i64}, tile.wgmma_pending = 1 : i64, transpose_a = false, transpose_b = false}
+func.func @wgmma_gemm(%A: memref<?x?xbf16>, %B: memref<?x256xbf16>, %n: index) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  "tile.kernel"(%c1, %c1) ({
+  ^bb0(%bx: index, %by: index):
+    %a = "tile.alloc_shared"() {name = "A_s", tile.swizzle = 64 : i64} : () -> memref<128x32xbf16, "shared">
+    %b = "tile.alloc_shared"() {name = "B_s", tile.swizzle = 128 : i64} : () -> memref<32x128xbf16, "shared">
+    %c = "tile.alloc_fragment"() {name = "C_f"} : () -> memref<128x128xf32, "fragment">
+    "tile.pipelined"(%c0, %n, %c1) ({
+    ^bb0(%k: index):
+      %row = arith.muli %by, %c128 : index
+      %col = arith.muli %k, %c32 : index
+      "tile.copy"(%A, %a, %row, %col, %c0, %c0) {shape = [128, 32]} : (memref<?x?xbf16>, memref<128x32xbf16, "shared">, index, index, index, index) -> ()
+      %brow = arith.muli %k, %c32 : index
+      %bcol = arith.muli %bx, %c128 : index
+      "tile.copy"(%B, %b, %brow, %bcol, %c0, %c0) {shape = [32, 128]} : (memref<?x256xbf16>, memref<32x128xbf16, "shared">, index, index, index, index) -> ()
+      "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = false, tile.mma = {shape = "m64nNk16", warpgroups_m = 1 : i64, warpgroups_n = 1 : i64}} : (memref<128x32xbf16, "shared">, memref<32x128xbf16, "shared">, memref<128x128xf32, "fragment">) -> ()
+      "tile.yield"() : () -> ()
+    }) {num_stages = 3 : i64} : (index, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index, index) -> ()
+  return
+}
+
+// -----
+
 // Two stages over a constant trip count: the prologue needs no guard; element code reads the ring in its
 // slot (here the load of a SIMT-lowered gemm's K loop) and a copy out of the ring reads it at a leading
 // offset. A copy into a buffer also read after the loop stays synchronous.
