@@ -13,6 +13,7 @@ import threading
 from tilemlir.dialects import tensor_core_ops  # noqa: F401  (defines its ops on Tile before Tile.load())
 from tilemlir.dialects import async_copy  # noqa: F401  (defines the cp.async ops on Tile before it loads)
 from tilemlir.dialects import warpgroup  # noqa: F401  (defines the wgmma ops on Tile before it loads)
+from tilemlir.dialects import bulk_copy  # noqa: F401  (defines the TMA and mbarrier ops on Tile before it loads)
 from tilemlir.dialects import debug_ops  # noqa: F401  (defines tile.print and tile.device_assert before it loads)
 from tilemlir.dialects.tile import Tile
 from tilemlir.mlir import ir

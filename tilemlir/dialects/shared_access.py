@@ -21,6 +21,7 @@ SHARED_INDEXED: dict[str, tuple[int, int]] = {
     "tile.cp_async": (0, 2),
     "tile.ldmatrix": (0, 2),
     "tile.wgmma_desc": (0, 1),
+    "tile.tma_load": (0, 2),
 }
 
 
