@@ -71,10 +71,11 @@ class Operand:
 
 # -- the kernel ---------------------------------------------------------------------------------------
 def wgmma_kernel(a: Operand, b: Operand, n: int, *, threads: int = 128, steps: int | None = None,
-                 desc_shape: tuple[int, ...] | None = None, edit=None) -> str:
+                 desc_shape: tuple[int, ...] | None = None, async_a: bool = False) -> str:
     """Global A and B (already laid out) copied into shared by all threads, C into the accumulator
     registers, then fence.proxy.async, barrier, wgmma.fence, one wgmma per k16 step, commit, wait 0,
-    and the registers out to D [thread, n / 2]. `desc_shape`: B's shared buffer shape (default one dim)."""
+    and the registers out to D [thread, n / 2]. `desc_shape`: B's shared buffer shape (default one dim);
+    `async_a`: A copied by 16-byte cp.async, one group, waited for before the proxy fence."""
     size_a, size_b, half = a.mn * a.k, b.mn * b.k, n // 2
     steps = a.k // 16 if steps is None else steps
     b_shape = desc_shape or (size_b,)
@@ -102,7 +103,19 @@ def wgmma_kernel(a: Operand, b: Operand, n: int, *, threads: int = 128, steps: i
             f"      %bi{d} = arith.remui %bq{d}, %c{b_shape[d]} : index" for d in range(len(b_shape)))
         b_store = "%b_s[" + ", ".join(f"%bi{d}" for d in range(len(b_shape))) + "]"
         needed |= {*strides, *b_shape}
-    constants = "\n".join(f"  %c{v} = arith.constant {v} : index" for v in sorted(needed - {0, 1, 128}))
+    constants = "\n".join(f"  %c{v} = arith.constant {v} : index" for v in sorted(needed - {0, 1, 8, 128}))
+    if async_a:
+        copy_a = f"""    %chunk0 = arith.muli %tx, %c8 : index
+    scf.for %i = %chunk0 to %csa step %cstride {{
+      "tile.cp_async"(%a_s, %A, %i, %i) {{bytes = 16 : i64}} : (memref<{size_a}xbf16, "shared">, memref<{size_a}xbf16>, index, index) -> ()
+    }}
+    "tile.cp_async_commit"() : () -> ()
+    "tile.cp_async_wait"() {{pending = 0 : i64}} : () -> ()"""
+    else:
+        copy_a = f"""    scf.for %i = %tx to %csa step %cthreads {{
+      %v = memref.load %A[%i] : memref<{size_a}xbf16>
+      memref.store %v, %a_s[%i] : memref<{size_a}xbf16, "shared">
+    }}"""
     text = f"""
 func.func @wg(%A: memref<{size_a}xbf16>, %B: memref<{size_b}xbf16>, %C: memref<{threads}x{half}xf32>,
               %D: memref<{threads}x{half}xf32>) attributes {{tile.entry, tile.arg_names = ["A", "B", "C", "D"],
@@ -114,16 +127,16 @@ func.func @wg(%A: memref<{size_a}xbf16>, %B: memref<{size_b}xbf16>, %C: memref<{
   %csa = arith.constant {size_a} : index
   %csb = arith.constant {size_b} : index
   %chalf = arith.constant {half} : index
+  %c8 = arith.constant 8 : index
+  %cstride = arith.constant {8 * threads} : index
+  %zero = arith.constant 0.0 : f32
 {constants}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %cthreads, %sy = %c1, %sz = %c1) {{
     %a_s = memref.alloca() {{name = "A_s"}} : memref<{size_a}xbf16, "shared">
     %b_s = memref.alloca() {{name = "B_s"}} : {b_type}
     %acc = memref.alloca() {{name = "C_f"}} : memref<{half}xf32, "local">
-    scf.for %i = %tx to %csa step %cthreads {{
-      %v = memref.load %A[%i] : memref<{size_a}xbf16>
-      memref.store %v, %a_s[%i] : memref<{size_a}xbf16, "shared">
-    }}
+{copy_a}
     scf.for %i = %tx to %csb step %cthreads {{
       %v = memref.load %B[%i] : memref<{size_b}xbf16>
 {b_split}
@@ -148,7 +161,7 @@ func.func @wg(%A: memref<{size_a}xbf16>, %B: memref<{size_b}xbf16>, %C: memref<{
   return
 }}
 """
-    return edit(text) if edit else text
+    return text
 
 
 def compile_thread(text: str):
@@ -171,17 +184,20 @@ def bf16(values: np.ndarray) -> np.ndarray:
     return values.astype(ml_dtypes.bfloat16)
 
 
-def run_wgmma(kernel, a: Operand, b: Operand, n: int, rng, steps: int | None = None):
-    """(D as a 64 x n matrix, its float64 reference)."""
+def run_wgmma(kernel, a: Operand, b: Operand, n: int, rng, steps: int | None = None, threads: int = 128):
+    """(D as [warpgroup, 64, n], its float64 reference): every warpgroup computes the same product."""
     steps = a.k // 16 if steps is None else steps
     a_mk = bf16(rng.standard_normal((64, a.k)))
     b_nk = bf16(rng.standard_normal((n, b.k)))
     c = rng.standard_normal((64, n)).astype(np.float32)
     rows, cols = d_coordinates(n)
-    d = np.full((128, n // 2), np.nan, np.float32)
-    kernel(bf16(a.layout(a_mk.astype(np.float32))), bf16(b.layout(b_nk.astype(np.float32))), c[rows, cols], d)
-    got = np.full((64, n), np.nan)
-    got[rows, cols] = d
+    groups = threads // 128
+    d = np.full((threads, n // 2), np.nan, np.float32)
+    kernel(bf16(a.layout(a_mk.astype(np.float32))), bf16(b.layout(b_nk.astype(np.float32))),
+           np.tile(c[rows, cols], (groups, 1)), d)
+    got = np.full((groups, 64, n), np.nan)
+    for group in range(groups):
+        got[group][rows, cols] = d[128 * group:128 * (group + 1)]
     k = 16 * steps
     want = c.astype(np.float64) + a_mk[:, :k].astype(np.float64) @ b_nk[:, :k].astype(np.float64).T
     return got, want
@@ -214,3 +230,220 @@ def test_descriptor_indices_of_a_buffer_of_any_rank(rng):
     kernel = compile_thread(wgmma_kernel(a, b, 64, desc_shape=(2, 32, 64)))
     got, want = run_wgmma(kernel, a, b, 64, rng)
     assert relative_error(got, want) < 1e-6
+
+
+# -- what the simulation catches ------------------------------------------------------------------------
+A64, B64 = Operand(64, 64, "k", 128), Operand(64, 64, "mn", 128)
+FENCE_PROXY = '"tile.fence_proxy_async"() : () -> ()'
+WGMMA_FENCE = '"tile.wgmma_fence"() : () -> ()'
+COMMIT = '"tile.wgmma_commit"() : () -> ()'
+WAIT = '"tile.wgmma_wait"() {pending = 0 : i64} : () -> ()'
+WGMMA_OP = '"tile.wgmma"('
+
+
+def edited(text: str, *, drop: tuple[str, ...] = (), after: dict[str, str] | None = None,
+           replace: dict[str, str] | None = None) -> str:
+    """`text` without the lines holding each of `drop`, with lines inserted after the (first) line
+    holding each key of `after`, and each key of `replace` replaced (each must be there)."""
+    lines = text.split("\n")
+    for needle in drop:
+        hits = [i for i, line in enumerate(lines) if needle in line]
+        assert hits, needle
+        del lines[hits[0]]
+    for needle, new in (after or {}).items():
+        hits = [i for i, line in enumerate(lines) if needle in line]
+        assert hits, needle
+        lines[hits[0] + 1:hits[0] + 1] = new.split("\n")
+    text = "\n".join(lines)
+    for old, new in (replace or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def at(text: str, needle: str, occurrence: int = 0) -> str:
+    """A pattern for the location of the op on the line holding `needle` (the parsed text is file '-')."""
+    lines = [i + 1 for i, line in enumerate(text.split("\n")) if needle in line]
+    return f"-:{lines[occurrence]}:"
+
+
+EPILOGUE_LOAD = '%v = memref.load %acc[%i] : memref<32xf32, "local">'
+LAST_WGMMA = '"tile.wgmma"(%da3,'
+
+
+def run_broken(text: str, rng, threads: int = 128) -> None:
+    run_wgmma(compile_thread(text), A64, B64, 64, rng, threads=threads)
+
+
+def test_reading_the_accumulator_before_a_wait_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(WAIT,))
+    with pytest.raises(SimulationError, match=rf"thread 0 of block 0 reads accumulator register C_f\[0\] at "
+                                              rf"{at(text, EPILOGUE_LOAD)}\d+ while tile.wgmma #3 into it has not been "
+                                              rf"retired by a tile.wgmma_wait \(#0 at {at(text, WGMMA_OP)}"):
+        run_broken(text, rng)
+
+
+def test_a_wait_keeps_the_newest_pending_batches(rng):
+    """Two batches and `pending = 1`: the second is still in flight; a second wait with 0 retires it."""
+    two_batches = edited(wgmma_kernel(A64, B64, 64), after={'"tile.wgmma"(%da1,': COMMIT})
+    one_pending = edited(two_batches, replace={"pending = 0": "pending = 1"})
+    with pytest.raises(SimulationError, match=r"reads accumulator register C_f\[0\] .* while tile.wgmma #3"):
+        run_broken(one_pending, rng)
+    both = edited(one_pending, after={'"tile.wgmma_wait"() {pending = 1': WAIT})
+    got, want = run_wgmma(compile_thread(both), A64, B64, 64, rng)
+    assert relative_error(got, want) < 1e-6
+
+
+def test_writing_the_accumulator_of_a_wgmma_in_flight_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64),
+                  after={LAST_WGMMA: '    memref.store %zero, %acc[%c0] : memref<32xf32, "local">'})
+    with pytest.raises(SimulationError, match=rf"thread 0 of block 0 writes accumulator register C_f\[0\] at "
+                                              rf"{at(text, 'memref.store %zero')}"):
+        run_broken(text, rng)
+
+
+def test_a_wgmma_without_a_wgmma_fence_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(WGMMA_FENCE,))
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 0 of block 0 "
+                                              r"\(warpgroup 0\) issued it before any tile.wgmma_fence"):
+        run_broken(text, rng)
+
+
+def test_accumulator_touched_after_the_wgmma_fence_is_an_error(rng):
+    """The fence comes before the code that loads C into the registers."""
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(WGMMA_FENCE,), after={"%b_s = memref.alloca": "    " + WGMMA_FENCE})
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 0 of block 0: "
+                                              r"its accumulator register C_f\[0\] was accessed by other code since "
+                                              r"the thread's last tile.wgmma_fence"):
+        run_broken(text, rng)
+
+
+def test_a_wgmma_never_committed_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(COMMIT, WAIT, EPILOGUE_LOAD, "memref.store %v, %D"))
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 0 of block 0 "
+                                              r"issued it \(batch 0\) and the kernel ended before a tile.wgmma_commit "
+                                              r"closed its batch"):
+        run_broken(text, rng)
+
+
+def test_a_wgmma_never_waited_for_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(WAIT, EPILOGUE_LOAD, "memref.store %v, %D"))
+    with pytest.raises(SimulationError, match=r"issued it \(batch 0\) and the kernel ended before a tile.wgmma_wait "
+                                              r"retired its batch"):
+        run_broken(text, rng)
+
+
+def test_a_generic_write_without_a_proxy_fence_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(FENCE_PROXY,))
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+ \(thread 0 of block 0\) "
+                                              r"reads element \d+ of shared buffer 'A_s', which thread \d+ wrote through "
+                                              r"the generic proxy with no tile.fence_proxy_async after the write"):
+        run_broken(text, rng)
+
+
+def test_a_proxy_fence_after_the_barrier_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), drop=(FENCE_PROXY,), after={"gpu.barrier": "    " + FENCE_PROXY})
+    with pytest.raises(SimulationError, match=r"reads element \d+ of shared buffer 'A_s', which thread \d+ wrote and "
+                                              r"fenced \(tile.fence_proxy_async\), but no gpu.barrier came between"):
+        run_broken(text, rng)
+
+
+def test_a_cp_async_copy_needs_its_wait_and_the_proxy_fence(rng):
+    """cp.async, wait, fence.proxy.async, barrier, wgmma: right; the fence before the wait (when the copy
+    had not landed) is an error; a wait leaving the copy's group in flight is a race."""
+    text = wgmma_kernel(A64, B64, 64, async_a=True)
+    got, want = run_wgmma(compile_thread(text), A64, B64, 64, rng)
+    assert relative_error(got, want) < 1e-6
+    early_fence = edited(text, drop=(FENCE_PROXY,), after={'"tile.cp_async_commit"': "    " + FENCE_PROXY})
+    with pytest.raises(SimulationError, match=r"shared buffer 'A_s', which thread \d+ wrote through the generic proxy "
+                                              r"with no tile.fence_proxy_async after the write"):
+        run_broken(early_fence, rng)
+    in_flight = edited(text, replace={'"tile.cp_async_wait"() {pending = 0': '"tile.cp_async_wait"() {pending = 1'})
+    with pytest.raises(SimulationError, match=rf"data race on shared buffer 'A_s' element \d+ in block 0: tile.wgmma at "
+                                              rf"{at(text, WGMMA_OP)}\d+ \(thread 0\) reads it while the "
+                                              r"cp.async of thread \d+ into it has not landed"):
+        run_broken(in_flight, rng)
+
+
+def test_overwriting_an_operand_of_a_wgmma_in_flight_is_a_race(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), after={COMMIT: '    %old = memref.load %a_s[%tx] : memref<4096xbf16, "shared">\n'
+                                                             '    memref.store %old, %a_s[%tx] : memref<4096xbf16, "shared">'})
+    with pytest.raises(SimulationError, match=rf"data race on shared buffer 'A_s' element 0 in block 0: thread 0 writes "
+                                              rf"it at {at(text, 'memref.store %old')}\d+ while a tile.wgmma of "
+                                              r"warpgroup 0 reading it is in flight"):
+        run_broken(text, rng)
+
+
+def test_a_cp_async_into_an_operand_of_a_wgmma_in_flight_is_a_race(rng):
+    copy = ('    "tile.cp_async"(%a_s, %A, %c0, %c0) {bytes = 16 : i64} : (memref<4096xbf16, "shared">, '
+            'memref<4096xbf16>, index, index) -> ()\n    "tile.cp_async_commit"() : () -> ()')
+    text = edited(wgmma_kernel(A64, B64, 64), after={COMMIT: copy, WAIT: '    "tile.cp_async_wait"() {pending = 0 : i64} '
+                                                                         ': () -> ()'})
+    with pytest.raises(SimulationError, match=r"data race on shared buffer 'A_s' element 0 in block 0: thread 0 issues "
+                                              r"a cp.async into it at .* while a tile.wgmma of warpgroup 0"):
+        run_broken(text, rng)
+
+
+def test_other_warpgroups_write_operands_only_after_a_barrier_after_the_wait(rng):
+    """Two warpgroups each run the product; every thread then rewrites A_s[tx]: thread 0 (warpgroup 0,
+    after its own wait) still races with warpgroup 1's wgmma, which nothing says has finished."""
+    rewrite = ('    %old = memref.load %a_s[%tx] : memref<4096xbf16, "shared">\n'
+               '    memref.store %old, %a_s[%tx] : memref<4096xbf16, "shared">')
+    text = edited(wgmma_kernel(A64, B64, 64, threads=256), after={WAIT: rewrite})
+    with pytest.raises(SimulationError, match=r"thread 0 writes it at .* while a tile.wgmma of warpgroup 1 reading it "
+                                              r"is in flight"):
+        run_broken(text, rng, threads=256)
+    ordered = edited(wgmma_kernel(A64, B64, 64, threads=256), after={WAIT: "    gpu.barrier\n" + rewrite})
+    got, want = run_wgmma(compile_thread(ordered), A64, B64, 64, rng, threads=256)
+    assert relative_error(got, want) < 1e-6
+
+
+def test_a_descriptor_with_a_misaligned_start_is_an_error(rng):
+    text = edited(wgmma_kernel(A64, B64, 64), replace={'"tile.wgmma_desc"(%a_s, %c0)': '"tile.wgmma_desc"(%a_s, %c4)'},
+                  after={"%c0 = arith.constant 0 : index": "  %c4 = arith.constant 4 : index"})
+    with pytest.raises(SimulationError, match=rf"tile.wgmma_desc at {at(text, '(%a_s, %c4)')}\d+: thread "
+                                              r"0 of block 0 described a matrix starting at byte 8 of shared buffer "
+                                              r"'A_s', 8 bytes past a 16-byte boundary"):
+        run_broken(text, rng)
+
+
+def test_threads_of_a_warpgroup_giving_different_descriptors_is_an_error(rng):
+    """Each thread's A descriptor starts at its own row (lane % 8): not one descriptor for the warpgroup."""
+    own_row = ("    %lane_row = arith.remui %tx, %c8 : index\n"
+               "    %own = arith.muli %lane_row, %c64 : index")
+    text = edited(wgmma_kernel(A64, B64, 64), after={WGMMA_FENCE: own_row,
+                                                     "%c0 = arith.constant 0 : index": "  %c64 = arith.constant 64 : index"},
+                  replace={'"tile.wgmma_desc"(%a_s, %c0)': '"tile.wgmma_desc"(%a_s, %own)'})
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 1 of block 0 gave an A "
+                                              r"descriptor other than thread 0's, the first of its warpgroup"):
+        run_broken(text, rng)
+
+
+def test_a_descriptor_that_cannot_be_traced_is_a_compile_error():
+    hidden = ("    %hidden = arith.muli %da0, %one : i64")
+    text = edited(wgmma_kernel(A64, B64, 64), after={'%da0 = "tile.wgmma_desc"': hidden},
+                  replace={'"tile.wgmma"(%da0,': '"tile.wgmma"(%hidden,'})
+    text = edited(text, after={"%c0 = arith.constant 0 : index": "  %one = arith.constant 1 : i64"})
+    with pytest.raises(CompileError, match=r"cannot simulate tile.wgmma: its A descriptor traces to no "
+                                           r"tile.wgmma_desc"):
+        compile_thread(text)
+
+
+def test_a_wgmma_needs_whole_warpgroups():
+    with pytest.raises(CompileError, match=r"cannot simulate tile.wgmma in a block of 64 threads: it runs on whole "
+                                           r"warpgroups of 128"):
+        compile_thread(wgmma_kernel(A64, B64, 64, threads=64))
+
+
+def test_a_wgmma_under_a_thread_dependent_condition_is_a_compile_error():
+    text = edited(wgmma_kernel(A64, B64, 64), after={WGMMA_FENCE: "    %low = arith.cmpi ult, %tx, %c8 : index\n"
+                                                                  "    scf.if %low {"})
+    text = edited(text, after={LAST_WGMMA: "    }"})
+    with pytest.raises(CompileError, match=r"cannot simulate tile.wgmma under a thread-dependent condition"):
+        compile_thread(text)
+
+
+def test_operand_type_must_match_the_buffer():
+    text = wgmma_kernel(A64, B64, 64).replace('operand_type = "bf16"', 'operand_type = "f16"')
+    with pytest.raises(CompileError, match=r"cannot simulate tile.wgmma with operand_type f16 on its A buffer of bf16"):
+        compile_thread(text)
