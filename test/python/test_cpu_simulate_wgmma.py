@@ -1,6 +1,6 @@
 """simulate-threads runs Hopper wgmma (backends/cpu/simulate/warpgroup.py): hand-written thread-level kernels
-whose shared operands are laid out as docs/tensor_cores.md's `tile.swizzle` places them (written here, not
-taken from the compiler or the simulator), against float64 products; then one kernel per ordering rule the
+whose shared operands are laid out as docs/tensor_cores.md's `tile.swizzle` places them (support.swizzled,
+not the compiler's or the simulator's code), against float64 products; then one kernel per ordering rule the
 simulation enforces, each broken on purpose and caught with a message naming the op and the thread."""
 
 from __future__ import annotations
@@ -17,29 +17,9 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import ir
 from tilemlir.testing import relative_error
 
+from support import swizzled, swizzled_element
+
 ELEMENT_BYTES = 2  # bf16
-
-
-# -- the shared layout, as docs/tensor_cores.md states it -------------------------------------------
-def physical_element(row: int, col: int, rows: int, swizzle: int) -> int:
-    """Where logical (row, col) of a [rows, cols] bf16 buffer with `tile.swizzle = swizzle` lives (element
-    index of the one-dimensional buffer materialize-shared-layouts makes): the row's bytes in panels of W,
-    panel p at p * rows * W, within a panel L = r * W + c_bytes, L' = L ^ (((L >> 7) & (W / 16 - 1)) << 4)."""
-    c_bytes = col * ELEMENT_BYTES
-    panel, within = divmod(c_bytes, swizzle)
-    offset = row * swizzle + within
-    offset ^= ((offset >> 7) & (swizzle // 16 - 1)) << 4
-    return (panel * rows * swizzle + offset) // ELEMENT_BYTES
-
-
-def laid_out(matrix: np.ndarray, swizzle: int) -> np.ndarray:
-    rows, cols = matrix.shape
-    flat = np.full(rows * cols, np.nan, dtype=np.float32)
-    for r in range(rows):
-        for c in range(cols):
-            flat[physical_element(r, c, rows, swizzle)] = matrix[r, c]
-    assert not np.isnan(flat).any()
-    return flat
 
 
 @dataclass(frozen=True)
@@ -57,7 +37,7 @@ class Operand:
         return (self.mn, self.k) if self.major == "k" else (self.k, self.mn)
 
     def layout(self, matrix_mn_k: np.ndarray) -> np.ndarray:
-        return laid_out(matrix_mn_k if self.major == "k" else matrix_mn_k.T, self.swizzle)
+        return swizzled(matrix_mn_k if self.major == "k" else matrix_mn_k.T, self.swizzle)
 
     def descriptor(self, step: int) -> tuple[int, int, int]:
         """(physical element of the step's first element, leading bytes, stride bytes): K-major, 8 rows of
@@ -65,8 +45,8 @@ class Operand:
         8 K rows apart (SBO)."""
         rows = self.shape[0]
         if self.major == "k":
-            return physical_element(0, 16 * step, rows, self.swizzle), 16, 8 * self.swizzle
-        return physical_element(16 * step, 0, rows, self.swizzle), rows * self.swizzle, 8 * self.swizzle
+            return swizzled_element(0, 16 * step, rows, self.swizzle), 16, 8 * self.swizzle
+        return swizzled_element(16 * step, 0, rows, self.swizzle), rows * self.swizzle, 8 * self.swizzle
 
 
 # -- the kernel ---------------------------------------------------------------------------------------
