@@ -394,8 +394,8 @@ def test_threads_of_a_warpgroup_giving_different_descriptors_is_an_error(rng):
     text = edited(wgmma_kernel(A64, B64, 64), after={WGMMA_FENCE: own_row,
                                                      "%c0 = arith.constant 0 : index": "  %c64 = arith.constant 64 : index"},
                   replace={'"tile.wgmma_desc"(%a_s, %c0)': '"tile.wgmma_desc"(%a_s, %own)'})
-    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 1 of block 0 gave an A "
-                                              r"descriptor other than thread 0's, the first of its warpgroup"):
+    with pytest.raises(SimulationError, match=rf"tile.wgmma at {at(text, WGMMA_OP)}\d+: thread 1 of block 0: its A "
+                                              r"descriptor differs from thread 0's, the first of its warpgroup"):
         run_broken(text, rng)
 
 
@@ -427,3 +427,16 @@ def test_operand_type_must_match_the_buffer():
     text = wgmma_kernel(A64, B64, 64).replace('operand_type = "bf16"', 'operand_type = "f16"')
     with pytest.raises(CompileError, match=r"cannot simulate tile.wgmma with operand_type f16 on its A buffer of bf16"):
         compile_thread(text)
+
+
+def test_a_descriptor_advanced_through_its_start_field(rng):
+    """The k16 steps of a K-major 128-byte-swizzled A as step 0's descriptor plus 32 s bytes >> 4 in the start
+    field (integer arithmetic on the descriptor, which the simulator traces back to its tile.wgmma_desc)."""
+    text = wgmma_kernel(A64, B64, 64)
+    for s in (1, 2, 3):
+        text = edited(text, drop=(f'%da{s} = "tile.wgmma_desc"',),
+                      after={'%da0 = "tile.wgmma_desc"': f"    %da{s} = arith.addi %da0, %step{s} : i64",
+                             "%c0 = arith.constant 0 : index": f"  %step{s} = arith.constant {2 * s} : i64"})
+    assert text.count('"tile.wgmma_desc"(%a_s') == 1
+    got, want = run_wgmma(compile_thread(text), A64, B64, 64, rng)
+    assert relative_error(got, want) < 1e-6

@@ -21,7 +21,10 @@ CPU backend JIT-compiles:
   in every thread: calls into Python (`backends/cpu/debug_calls.py`);
 - `tile.cp_async` reads its source when it runs and lands in shared memory
   at the `tile.cp_async_wait` that retires its group; touching a pending
-  element before is a race error (`simulate/async_copies.py`). With
+  element before is a race error (`simulate/async_copies.py`);
+- `tile.wgmma` runs as a warpgroup collective reading its operands through
+  the ISA's descriptors, and its fences, batches and the proxy fence are
+  checked (`simulate/warpgroup.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.

@@ -432,8 +432,8 @@ class _Wgmma:
         own = self._lane_value(value, self.tid)
         theirs = self._lane_value(value, first)
         with b.if_then(_ne(own, theirs)):
-            template = (f"tile.wgmma at {self.where()}: thread {{thread}} of block {{block}} gave an {which} descriptor "
-                        "other than thread {other}'s, the first of its warpgroup (a warpgroup's threads give one "
+            template = (f"tile.wgmma at {self.where()}: thread {{thread}} of block {{block}}: its {which} descriptor "
+                        "differs from thread {other}'s, the first of its warpgroup (a warpgroup's threads give one "
                         "descriptor)")
             self.checker.record(self.checker.site(template), self.tid, first, b.index(0))
         fields = arith.shrui(own, _c64(49))  # base offset (bits 51-49) and mode (bits 63-62) as one number
