@@ -440,3 +440,27 @@ def test_a_descriptor_advanced_through_its_start_field(rng):
     assert text.count('"tile.wgmma_desc"(%a_s') == 1
     got, want = run_wgmma(compile_thread(text), A64, B64, 64, rng)
     assert relative_error(got, want) < 1e-6
+
+
+def test_descriptors_carried_through_a_loop(rng):
+    """One wgmma in an scf.for over the k16 steps, its descriptors loop-carried and advanced by their start
+    fields (A K-major: 32 bytes a step; B N-major: 16 rows of 128 bytes)."""
+    lines = wgmma_kernel(A64, B64, 64).split("\n")
+    first = next(i for i, line in enumerate(lines) if '%da1 = "tile.wgmma_desc"' in line)
+    last = next(i for i, line in enumerate(lines) if LAST_WGMMA in line)
+    wgmma = next(line for line in lines if '"tile.wgmma"(%da0' in line)
+    loop = [
+        "    %c4 = arith.constant 4 : index",
+        "    %a_step = arith.constant 2 : i64",
+        "    %b_step = arith.constant 128 : i64",
+        "    %ends:2 = scf.for %s = %c0 to %c4 step %c1 iter_args(%da = %da0, %db = %db0) -> (i64, i64) {",
+        "  " + wgmma.replace("%da0, %db0", "%da, %db"),
+        "      %da_next = arith.addi %da, %a_step : i64",
+        "      %db_next = arith.addi %db, %b_step : i64",
+        "      scf.yield %da_next, %db_next : i64, i64",
+        "    }"]
+    start = next(i for i, line in enumerate(lines) if '"tile.wgmma"(%da0' in line)
+    text = "\n".join(lines[:start] + loop + lines[last + 1:])
+    assert text.count('"tile.wgmma"(') == 1 and first > start
+    got, want = run_wgmma(compile_thread(text), A64, B64, 64, rng)
+    assert relative_error(got, want) < 1e-6

@@ -53,7 +53,6 @@ from tilemlir.mlir import arith, ir, memref, scf
 
 WARPGROUP = ptx_isa.WARPGROUP
 _LOW = (1 << 32) - 1  # marks: (who << 32) | count
-_ACCESSES = ("memref.load", "memref.store", "vector.load", "vector.store")
 
 
 def _i64() -> ir.Type:
@@ -180,20 +179,21 @@ class Warpgroups:
 
     # -- which buffer a descriptor points into ---------------------------------------------------
     def _trace(self, op: ir.Operation, operand: int, which: str) -> _Traced:
-        found = _descriptors(op.operands[operand], set())
-        if len(found) != 1:
-            what = "no tile.wgmma_desc" if not found else f"{len(found)} tile.wgmma_desc ops"
+        descs = [value.owner.operation for value in _descriptors(op.operands[operand], set())]
+        buffers_ = {d.operands[0] for d in descs}
+        swizzles = {ir.IntegerAttr(d.attributes["swizzle"]).value for d in descs}
+        if len(buffers_) != 1 or len(swizzles) != 1:
+            what = "no tile.wgmma_desc" if not descs else "tile.wgmma_desc ops of different buffers or swizzles"
             raise diag.error(op, f"cannot simulate tile.wgmma: its {which} descriptor traces to {what} (the "
                                  "simulator must know which shared buffer a descriptor points into: give it a "
                                  "tile.wgmma_desc result, possibly plus offsets)")
-        desc = found.pop()
-        buffer = desc.operands[0]
+        buffer = buffers_.pop()
         etype = str(buffer.type.element_type)
         operand_type = ir.StringAttr(op.attributes["operand_type"]).value
         if etype != operand_type:
             raise diag.error(op, f"cannot simulate tile.wgmma with operand_type {operand_type} on its {which} "
-                                 f"buffer of {etype} elements", [diag.note(desc, "the descriptor")])
-        return _Traced(str(self.checker.where(desc)), buffer, ir.IntegerAttr(desc.attributes["swizzle"]).value)
+                                 f"buffer of {etype} elements", [diag.note(descs[0], "the descriptor")])
+        return _Traced(str(self.checker.where(descs[0])), buffer, swizzles.pop())
 
     # -- before the phase split -------------------------------------------------------------------
     def lower_thread_ops(self) -> None:
@@ -202,7 +202,7 @@ class Warpgroups:
         checks that every wgmma was retired."""
         if not self.active:
             return
-        for op in ops_named(self.launch, *_ACCESSES):
+        for op in ops_named(self.launch, *checks.ACCESSES):
             self._instrument_access(op)
         for op in ops_named(self.launch, "tile.wgmma_desc"):
             with op.location, ir.InsertionPoint(op):
@@ -534,9 +534,10 @@ class _Decoded:
     element_bytes: int
 
 
-def _descriptors(value: ir.Value, seen: set) -> set[ir.Operation]:
-    """The tile.wgmma_desc ops `value` is computed from: directly, through integer arithmetic on it
-    (an offset added to the start field), selects and scf.for iteration arguments."""
+def _descriptors(value: ir.Value, seen: set) -> set[ir.Value]:
+    """The tile.wgmma_desc results `value` is computed from: directly, through integer arithmetic on
+    them (an offset added to the start field), selects, and the values scf.for iteration arguments
+    start from and are yielded and scf.if branches yield."""
     if value in seen:
         return set()
     seen.add(value)
@@ -550,7 +551,14 @@ def _descriptors(value: ir.Value, seen: set) -> set[ir.Operation]:
         return set()
     op = owner.operation
     if op.name == "tile.wgmma_desc":
-        return {op}
+        return {value}
+    number = list(op.results).index(value)
+    if op.name in ("scf.for", "scf.if"):
+        found = _descriptors(op.operands[3 + number], seen) if op.name == "scf.for" else set()
+        for region in op.regions:
+            for block in region.blocks:
+                found |= _descriptors(list(block.operations)[-1].operands[number], seen)
+        return found
     if op.name in ("arith.addi", "arith.subi", "arith.ori", "arith.xori", "arith.andi", "arith.select"):
         found = set()
         for operand in op.operands:
