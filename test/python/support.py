@@ -116,6 +116,31 @@ def body_of(source: str) -> str:
     return source[source.index('extern "C"'):]
 
 
+# -- shared layouts, as docs/tensor_cores.md states them (not from the compiler's code) -----------------
+
+def swizzled_element(row: int, col: int, rows: int, swizzle: int, element_bytes: int = 2) -> int:
+    """Where logical (row, col) of a [rows, cols] buffer with `tile.swizzle = swizzle` lives (the element index
+    of the one-dimensional buffer materialize-shared-layouts makes): the row's bytes in panels of W = swizzle,
+    panel p at p * rows * W, within a panel L = r * W + c_bytes, L' = L ^ (((L >> 7) & (W / 16 - 1)) << 4)."""
+    panel, within = divmod(col * element_bytes, swizzle)
+    offset = row * swizzle + within
+    offset ^= ((offset >> 7) & (swizzle // 16 - 1)) << 4
+    return (panel * rows * swizzle + offset) // element_bytes
+
+
+def swizzled(matrix, swizzle: int, element_bytes: int = 2):
+    """A [rows, cols] matrix as the one-dimensional swizzled buffer holds it."""
+    import numpy as np
+
+    rows, cols = matrix.shape
+    flat = np.zeros(rows * cols, dtype=matrix.dtype)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    places = np.vectorize(lambda i, j: swizzled_element(i, j, rows, swizzle, element_bytes))(r, c)
+    assert len(np.unique(places)) == rows * cols
+    flat[places] = matrix
+    return flat
+
+
 # -- a hand-written CUDA kernel -------------------------------------------------------------------
 
 AXPY_SOURCE = r'''extern "C" __global__ void __launch_bounds__(128) axpy(const float* __restrict__ x, float* __restrict__ y,

@@ -13,6 +13,8 @@ from tilemlir.backends.cpu.simulate import ptx_isa as isa
 from tilemlir.backends.cpu.simulate.ptx_isa import AsyncCopies, AsyncCopyRace, Mma, PtxError
 from tilemlir.testing import relative_error
 
+from support import swizzled
+
 MMAS = [f"mma.sync.aligned.{shape}.row.col.{types}" for shape in ("m16n8k16", "m16n8k8")
         for types in ("f32.f16.f16.f32", "f32.bf16.bf16.f32", "f16.f16.f16.f16")]
 NUMPY_HALF = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
@@ -395,6 +397,110 @@ def test_cp_async_rejects_what_the_isa_forbids(kwargs, problem):
 def test_wait_group_needs_a_non_negative_count():
     with pytest.raises(PtxError, match="non-negative integer constant, got -1"):
         AsyncCopies().wait(0, -1)
+
+
+# -- wgmma.mma_async ---------------------------------------------------------------------------------
+def test_descriptor_fields_sit_where_the_isa_puts_them():
+    """9.7.15.5.1.2.2: start >> 4 in bits 13-0, LBO >> 4 in 29-16, SBO >> 4 in 45-32, base offset in 51-49,
+    the swizzle mode in 63-62 (128 B: 1, 64 B: 2, 32 B: 3)."""
+    desc = isa.MatrixDescriptor(start=0x400, leading=16, stride=1024, swizzle=128)
+    assert desc.bits() == 0x40 | 1 << 16 | 64 << 32 | 1 << 62
+    assert isa.MatrixDescriptor(0, 8192, 512, 64).bits() == 512 << 16 | 32 << 32 | 2 << 62
+    assert isa.MatrixDescriptor(0, 16, 256, 32).bits() >> 62 == 3
+    for swizzle in (0, 32, 64, 128):
+        again = isa.MatrixDescriptor(0x3FFF0, 0x3FFF0, 16, swizzle, base_offset=5)
+        assert isa.MatrixDescriptor.decode(again.bits()) == again
+    with pytest.raises(PtxError, match="start 8 is not a multiple of 16"):
+        isa.MatrixDescriptor(8, 16, 16, 128)
+
+
+def _exact(shape, stride, mn, k):
+    """A CuTe layout ((mn modes), (k modes)) : ((strides), (strides)) at (mn, k), colexicographic."""
+    offset = 0
+    for coord, modes, steps in ((mn, shape[0], stride[0]), (k, shape[1], stride[1])):
+        for extent, step in zip(modes, steps):
+            offset += (coord % extent) * step
+            coord //= extent
+    return offset
+
+
+# The ISA's worked examples under "Canonical Layouts": (major, swizzle, element bytes, exact layout in
+# elements, LBO, SBO in bytes); LBO is "NA" (not used) for the swizzled K-major one.
+ISA_EXAMPLES = [
+    ("k", 0, 4, (((8, 2), (4, 4)), ((4, 32), (1, 64))), 64 * 4, 32 * 4),
+    ("k", 32, 4, (((8, 2), (4, 4)), ((8, 64), (1, 4))), 16, 64 * 4),
+    ("mn", 0, 2, (((8, 1, 2), (8, 2)), ((1, 8, 64), (8, 128))), 128 * 2, 64 * 2),
+    ("mn", 32, 2, (((8, 2, 2), (8, 2)), ((1, 8, 128), (16, 256))), 128 * 2, 256 * 2),
+    ("mn", 64, 2, (((8, 4, 2), (8, 2)), ((1, 8, 256), (32, 512))), 256 * 2, 512 * 2),
+]
+
+
+@pytest.mark.parametrize("major, swizzle, element_bytes, exact, lbo, sbo", ISA_EXAMPLES,
+                         ids=[f"{e[0]}-major-{e[1]}B-{e[2]}byte" for e in ISA_EXAMPLES])
+def test_canonical_layouts_give_the_isa_examples(major, swizzle, element_bytes, exact, lbo, sbo):
+    (mn_shape, k_shape), _ = exact
+    for mn in range(int(np.prod(mn_shape))):
+        for k in range(int(np.prod(k_shape))):
+            want = _exact(*exact, mn, k) * element_bytes
+            assert isa.canonical_offset(major, swizzle, mn, k, element_bytes, lbo, sbo) == want, (mn, k)
+
+
+def test_canonical_offset_terms_are_linear_in_lbo_and_sbo():
+    terms = isa.canonical_offset_terms("mn", 64, 64, 2)
+    for mn, k in ((0, 0), (37, 5), (63, 15)):
+        c0, c1, c2 = terms[mn, k]
+        assert c0 + c1 * 4096 + c2 * 1024 == isa.canonical_offset("mn", 64, mn, k, 2, 4096, 1024)
+
+
+def test_swizzle_xors_the_chunk_bits_with_bits_7_up():
+    assert isa.swizzle_address(0x80 + 0x10, 128) == 0x80  # row 1, chunk 1 -> chunk 0
+    assert isa.swizzle_address(7 * 128, 128) == 7 * 128 + 0x70
+    assert isa.swizzle_address(3 * 128 + 0x20, 64) == 3 * 128 + 0x20 ^ 0x30
+    assert isa.swizzle_address(0x80, 32) == 0x90 and isa.swizzle_address(0x100, 32) == 0x100
+    assert isa.swizzle_address(0x90, 0) == 0x90
+
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_wgmma_d_fragment_is_a_bijection(n):
+    fragment = isa.wgmma_d_fragment(n)
+    cells = fragment.coords.reshape(-1, 2)
+    assert fragment.coords.shape == (128, n // 2, 1, 2)
+    assert len({tuple(cell) for cell in cells}) == 64 * n and cells.max(0).tolist() == [63, n - 1]
+
+
+def test_wgmma_d_fragment_matches_figure_149():
+    """(thread, register) -> (row, col) read off Figure 149 (WGMMA .m64nNk16 D): T0 d0..d3 at rows 0 and 8,
+    cols 0-1; d4 at col 8; T4 one row down; T32 (warp 1) at row 16; T127's last at (63, N - 1)."""
+    coords = isa.wgmma_d_fragment(64).coords[:, :, 0]
+    cells = {(0, 0): (0, 0), (0, 1): (0, 1), (0, 2): (8, 0), (0, 3): (8, 1), (0, 4): (0, 8), (4, 0): (1, 0),
+             (3, 1): (0, 7), (32, 0): (16, 0), (127, 31): (63, 63)}
+    for (thread, register), cell in cells.items():
+        assert tuple(coords[thread, register]) == cell
+
+
+@pytest.mark.parametrize("trans_a, trans_b, swizzle", [(False, False, 128), (True, True, 64), (False, True, 32)])
+def test_wgmma_reads_the_swizzled_tiles_the_compiler_lays_out(trans_a, trans_b, swizzle, rng):
+    """A (64 x K) and B (K x 64), K = one swizzle row of bf16, stored as docs/tensor_cores.md's swizzled
+    buffers (support.swizzled), one after the other from a 1024-byte boundary; descriptors per the ISA's
+    strides; the wgmma's k16 against float64."""
+    n, k = 64, swizzle // 2
+    a = rounded(rng.standard_normal((64, k)), "bf16")
+    b = rounded(rng.standard_normal((k, n)), "bf16")
+    c = rng.standard_normal((64, n)).astype(np.float32)
+    stored_a = a.T if trans_a else a  # [K, M] (M-major) or [M, K]
+    stored_b = b if trans_b else b.T  # [K, N] (N-major) or [N, K]
+    buffers = [swizzled(m.astype(ml_dtypes.bfloat16), swizzle).view(np.uint8) for m in (stored_a, stored_b)]
+    shared = np.concatenate(buffers)
+
+    def descriptor(start, stored, mn_major):
+        rows = stored.shape[0]
+        leading = rows * swizzle if mn_major else 16  # MN-major: the next W bytes along MN; K-major: unused
+        return isa.MatrixDescriptor(start, leading, 8 * swizzle, swizzle).bits()
+
+    d = isa.wgmma_m64nNk16(shared, descriptor(0, stored_a, trans_a), descriptor(buffers[0].size, stored_b, trans_b),
+                           isa.wgmma_d_fragment(n).gather(c)[..., 0], n, "bf16", trans_a, trans_b)
+    got = isa.wgmma_d_fragment(n).scatter(d[..., None])
+    assert relative_error(got, a[:, :16] @ b[:16] + c) < 1e-6
 
 
 def test_the_isa_model_loads_without_mlir():

@@ -21,7 +21,10 @@ CPU backend JIT-compiles:
   in every thread: calls into Python (`backends/cpu/debug_calls.py`);
 - `tile.cp_async` reads its source when it runs and lands in shared memory
   at the `tile.cp_async_wait` that retires its group; touching a pending
-  element before is a race error (`simulate/async_copies.py`). With
+  element before is a race error (`simulate/async_copies.py`);
+- `tile.wgmma` runs as a warpgroup collective reading its operands through
+  the ISA's descriptors, and its fences, batches and the proxy fence are
+  checked (`simulate/warpgroup.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.
@@ -38,9 +41,10 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks, debug_calls
-from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values
+from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values, warpgroup
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import memory_space
+from tilemlir.dialects.warpgroup import WARPGROUP_OPS
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
 from tilemlir.pass_infra.registry import register_pass
@@ -48,7 +52,8 @@ from tilemlir.pass_infra.registry import register_pass
 MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
-_TILE_OPS = {"tile.atomic_add", "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait", *phases.COLLECTIVE_OPS}
+_TILE_OPS = {"tile.atomic_add", "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait", *phases.COLLECTIVE_OPS,
+             *WARPGROUP_OPS}
 
 
 @dataclass(frozen=True)
@@ -105,8 +110,10 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         tile_ops.lower_atomic_add(op, guarded=False)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
-    reset = async_copies.lower_async_copies(launch, function, checker, n_threads,
-                                            {value: buffer.name for value, buffer in checker.buffers.items()})
+    names = {value: buffer.name for value, buffer in checker.buffers.items()}
+    groups = warpgroup.Warpgroups(launch, function, checker, n_threads, names)
+    copies = async_copies.lower_async_copies(launch, function, checker, n_threads, names, groups.check_async_write)
+    groups.lower_thread_ops()
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
@@ -116,6 +123,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     state.bind_thread_ids(list(body.arguments)[3:6])
     state.exchange_shuffles()
     collectives.Collectives(state, checker, dict(locals_)).run()
+    groups.lower_wgmmas(state, dict(locals_), copies.pending)
     for old, expanded in locals_:
         state.expand_local_buffer(old, expanded)
         old.owner.erase()
@@ -127,7 +135,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()
         barrier.erase()
-    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, reset)
+    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, copies.reset + groups.reset())
 
 
 def _block_dims(launch: ir.Operation) -> tuple[int, int, int]:

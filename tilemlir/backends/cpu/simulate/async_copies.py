@@ -22,7 +22,8 @@ before the block is split into phases:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 from tilemlir.backends.cpu import buffers, checks
 from tilemlir.backends.cpu import ir_builders as b
@@ -49,10 +50,14 @@ class _Target:
     pending: ir.Value
 
 
+IssueCheck = Callable[[ir.Operation, ir.Value, ir.Value, ir.Value], None]
+
+
 class AsyncCopies:
     def __init__(self, launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int,
-                 names: dict[ir.Value, str]):
+                 names: dict[ir.Value, str], on_issue: IssueCheck | None = None):
         self.launch, self.function, self.checker, self.n_threads = launch, function, checker, n_threads
+        self.on_issue = on_issue
         self.copies = ops_named(launch, "tile.cp_async")
         self.targets: dict[ir.Value, _Target] = {}
         for op in self.copies:
@@ -129,6 +134,8 @@ class AsyncCopies:
             value = self._source_lane(src, src_indices, number, src_bytes, element)
             memref.store(value, target.staging, lane(dst_indices, number))
             element_index = linear(target.buffer, dst_indices, number)
+            if self.on_issue is not None:
+                self.on_issue(op, target.buffer, element_index, tid)
             previous = memref.load(target.pending, [element_index])
             with b.if_then(arith.cmpi(b.CMPI.ne, previous, b.constant(_i64(), -1))):
                 self.checker.record(self.checker.site(self._race(op, target, "copies into", "copy")), tid,
@@ -213,12 +220,22 @@ def fill(buffer: ir.Value, value: int) -> None:
         memref.store(constant, buffer, indices)
 
 
+@dataclass
+class Lowered:
+    """What the rest of the simulation needs of the lowered copies: the buffers to reset at each block
+    start, and each target buffer's pending marks (`thread << 20 | group`, -1: none)."""
+
+    reset: list[tuple[ir.Value, int]] = field(default_factory=list)
+    pending: dict[ir.Value, ir.Value] = field(default_factory=dict)
+
+
 def lower_async_copies(launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int,
-                       names: dict[ir.Value, str]) -> list[tuple[ir.Value, int]]:
-    """Rewrite the launch's cp.async ops (`AsyncCopies.lower`); the buffers to reset at each block start
-    (none when the launch has no cp.async op: its IR stays as it was)."""
+                       names: dict[ir.Value, str], on_issue: IssueCheck | None = None) -> Lowered:
+    """Rewrite the launch's cp.async ops (`AsyncCopies.lower`; `on_issue(op, buffer, element, thread)`
+    builds extra checks of each element a copy is issued into). Nothing when the launch has no
+    cp.async op: its IR stays as it was."""
     if not ops_named(launch, "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait"):
-        return []
-    copies = AsyncCopies(launch, function, checker, n_threads, names)
+        return Lowered()
+    copies = AsyncCopies(launch, function, checker, n_threads, names, on_issue)
     copies.lower()
-    return copies.reset()
+    return Lowered(copies.reset(), {buffer: target.pending for buffer, target in copies.targets.items()})

@@ -6,7 +6,9 @@ sync points run, for one thread after another, inside a *thread loop*
 `scf.for %t = 0 to T` marked `tile.sim_thread_loop`; a shuffle opens the
 phase after it. A warp collective on registers (`tile.ldmatrix`,
 `tile.mma_sync`: `simulate/collectives.py`) is a phase of its own, so its
-lanes read each other's registers as the op found them. Control flow that contains a sync point stays outside the
+lanes read each other's registers as the op found them; so is a warpgroup's
+`tile.wgmma` (`simulate/warpgroup.py`), so that all its threads read shared
+memory as it was when the last of them issued it. Control flow that contains a sync point stays outside the
 thread loops and is split recursively:
 
 - an `scf.for` with thread-independent bounds runs at block level, its
@@ -33,7 +35,8 @@ from tilemlir.mlir import arith, gpu, ir, memref, scf
 
 THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id
-COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync")  # warp collectives on register arrays: a phase each
+# warp collectives on register arrays, and the warpgroup's wgmma (`simulate/warpgroup.py`): a phase each
+COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync", "tile.wgmma")
 SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS)
 
 
@@ -171,7 +174,7 @@ class PhaseSplitter:
             elif op.name in COLLECTIVE_OPS:
                 if predicates:
                     raise diag.error(op, f"cannot simulate {op.name} under a thread-dependent condition: the "
-                                         "lanes of its warp would not all run it")
+                                         "threads of its warp (warpgroup for tile.wgmma) would not all run it")
                 # alone in its phase: every lane reads its warp-mates' registers as the op found them
                 self._close([op], predicates)
             elif op.name == "gpu.barrier":

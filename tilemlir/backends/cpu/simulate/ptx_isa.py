@@ -495,3 +495,169 @@ class AsyncCopies:
         where = ("not committed yet" if group is None
                  else f"pending group {group + 1} of {len(state.groups)}, oldest first")
         return f"thread {write.thread}'s cp.async #{write.serial} of bytes [{write.dst}, {write.end}) ({where})"
+
+
+# -- wgmma.mma_async (sm_90a) ------------------------------------------------------------------
+# 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions":
+#   9.7.15.5.1.1.1 "Matrix Fragments for wgmma.mma_async.m64nNk16" (Figure 149, accumulator D)
+#   9.7.15.5.1.2   "Shared Memory Matrix Layout" (K-major / MN-major, swizzle atoms)
+#   9.7.15.5.1.2.1 "Major-ness supported by Strides" (LBO, SBO) and .3 "Canonical Layouts"
+#   9.7.15.5.1.2.2 "Matrix Descriptor Format"
+WARPGROUP = 128
+WGMMA_M, WGMMA_K = 64, 16
+# descriptor bits 63-62: "0: No swizzle, 1: 128-Byte swizzle, 2: 64-Byte swizzle, 3: 32-Byte swizzle"
+SWIZZLE_OF_MODE = {0: 0, 1: 128, 2: 64, 3: 32}
+MODE_OF_SWIZZLE = {swizzle: mode for mode, swizzle in SWIZZLE_OF_MODE.items()}
+_FIELD = 0x3FFF  # the 14-bit address and offset fields
+
+
+def descriptor_encode(value: int) -> int:
+    """`matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4`."""
+    return (value & 0x3FFFF) >> 4
+
+
+@dataclass(frozen=True)
+class MatrixDescriptor:
+    """The 64-bit wgmma matrix descriptor: start address, leading and stride dimension byte offsets
+    (bytes, multiples of 16), the matrix base offset and the swizzle (bytes, 0 for none)."""
+
+    start: int
+    leading: int
+    stride: int
+    swizzle: int
+    base_offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.swizzle not in MODE_OF_SWIZZLE:
+            raise PtxError(f"wgmma swizzle must be 0 (none), 32, 64 or 128 bytes, got {self.swizzle}")
+        for name in ("start", "leading", "stride"):
+            value = getattr(self, name)
+            if value < 0 or value % 16 or value >= 1 << 18:
+                raise PtxError(f"descriptor {name} {value} is not a multiple of 16 in [0, 2**18)")
+
+    def bits(self) -> int:
+        """Bits 13-0 start, 29-16 leading, 45-32 stride (each encoded), 51-49 base offset, 63-62 mode."""
+        return (descriptor_encode(self.start) | descriptor_encode(self.leading) << 16
+                | descriptor_encode(self.stride) << 32 | (self.base_offset & 0x7) << 49
+                | MODE_OF_SWIZZLE[self.swizzle] << 62)
+
+    @classmethod
+    def decode(cls, bits: int) -> "MatrixDescriptor":
+        return cls(start=(bits & _FIELD) << 4, leading=((bits >> 16) & _FIELD) << 4,
+                   stride=((bits >> 32) & _FIELD) << 4, swizzle=SWIZZLE_OF_MODE[(bits >> 62) & 0x3],
+                   base_offset=(bits >> 49) & 0x7)
+
+
+# 9.7.15.5.1.2.1.3, "Canonical Layouts" in CuTe notation, (MN mode, K mode), each (shape, stride):
+# strides in elements, except "LBO" / "SBO", the descriptor's byte offsets; "T" = 128 / element bits;
+# the last extent of each mode ("m", "k": the repetitions) is unbounded.
+#   MN-major none: ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))   K-major none: ((8,m),(T,2k)):((1T,SBO),(1,LBO))
+#   MN-major 32B:  ((T,2,m),(8,k)):((1,T,LBO),(2T,SBO))   K-major 32B:  ((8,m),(T,2k)):((2T,SBO),(1,T))
+#   MN-major 64B:  ((T,4,m),(8,k)):((1,T,LBO),(4T,SBO))   K-major 64B:  ((8,m),(T,2k)):((4T,SBO),(1,T))
+#   MN-major 128B: ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO))   K-major 128B: ((8,m),(T,2k)):((8T,SBO),(1,T))
+def _canonical_layout(major: str, swizzle: int, t: int):
+    atoms = max(1, swizzle // 16)  # 16-byte units in a swizzle row: 1 (none), 2, 4, 8
+    if major == "mn":
+        if swizzle == 0:
+            return ((t, 1, None), (1, t, "SBO")), ((8, None), (t, "LBO"))
+        return ((t, atoms, None), (1, t, "LBO")), ((8, None), (atoms * t, "SBO"))
+    if major == "k":
+        if swizzle == 0:
+            return ((8, None), (t, "SBO")), ((t, None), (1, "LBO"))
+        return ((8, None), (atoms * t, "SBO")), ((t, None), (1, t))
+    raise PtxError(f"wgmma major-ness is 'k' or 'mn', got {major!r}")
+
+
+def _mode_offset(coord: int, shape, stride, element_bytes: int, lbo: int, sbo: int) -> int:
+    """Byte offset of `coord` in one CuTe mode (colexicographic: the first extent varies fastest)."""
+    offset, rest = 0, coord
+    for extent, step in zip(shape, stride):
+        digit = rest if extent is None else rest % extent
+        rest = 0 if extent is None else rest // extent
+        offset += digit * ({"LBO": lbo, "SBO": sbo}[step] if isinstance(step, str) else step * element_bytes)
+    return offset
+
+
+def canonical_offset(major: str, swizzle: int, mn: int, k: int, element_bytes: int, lbo: int, sbo: int) -> int:
+    """The unswizzled byte offset, from the matrix start, of element (mn, k) of a wgmma operand
+    (mn: A's row m or B's column n; k: the reduction index) in the ISA's canonical layout."""
+    (mn_shape, mn_stride), (k_shape, k_stride) = _canonical_layout(major, swizzle, 16 // element_bytes)
+    return (_mode_offset(mn, mn_shape, mn_stride, element_bytes, lbo, sbo)
+            + _mode_offset(k, k_shape, k_stride, element_bytes, lbo, sbo))
+
+
+def canonical_offset_terms(major: str, swizzle: int, rows: int, element_bytes: int) -> np.ndarray:
+    """[rows, WGMMA_K, 3]: the canonical offset of (mn, k) as `c0 + c1 * LBO + c2 * SBO` (it is linear
+    in the two byte offsets), for the simulator to evaluate at run time from a descriptor."""
+    terms = np.zeros((rows, WGMMA_K, 3), dtype=np.int64)
+    for mn in range(rows):
+        for k in range(WGMMA_K):
+            base = canonical_offset(major, swizzle, mn, k, element_bytes, 0, 0)
+            terms[mn, k] = (base, canonical_offset(major, swizzle, mn, k, element_bytes, 1, 0) - base,
+                            canonical_offset(major, swizzle, mn, k, element_bytes, 0, 1) - base)
+    return terms
+
+
+def swizzle_address(address: int, swizzle: int) -> int:
+    """CuTe's Swizzle<B, 4, 3> of the canonical-layout table, B = log2(swizzle / 16): bits [4, 4 + B)
+    of the shared address XORed with bits [7, 7 + B) (none: the address itself). The hardware applies
+    it to the address, so a pattern starts at a 1024/512/256-byte boundary (base offset 0)."""
+    if swizzle == 0:
+        return address
+    return address ^ (((address >> 7) & (swizzle // 16 - 1)) << 4)
+
+
+def _wgmma_d(thread: int, i: int) -> tuple[int, int]:
+    # Figure 149 (WGMMA .m64nNk16 register fragment layout for accumulator matrix D): warp w of the
+    # warpgroup holds rows 16w .. 16w + 15; per 8 columns the four registers of a lane are the
+    # m16n8 accumulator's (row groupID, + 8 for the second pair; col threadID_in_group * 2 + (i & 1)),
+    # the next 8 columns in the next four registers.
+    warp, lane = thread // WARP, thread % WARP
+    group, tig = _lane_split(lane)
+    return 16 * warp + group + 8 * ((i >> 1) & 1), 8 * (i >> 2) + tig * 2 + (i & 0x1)
+
+
+def wgmma_d_fragment(n: int) -> Fragment:
+    """The m64nNk16 .f32 accumulator: `coords[thread of the warpgroup, register, 0] = (row, col)`."""
+    if n < 8 or n > 256 or n % 8:
+        raise PtxError(f"wgmma .m64nNk16 needs N a multiple of 8 in 8..256, got {n}")
+    coords = np.array([[[_wgmma_d(thread, i)] for i in range(n // 2)] for thread in range(WARPGROUP)],
+                      dtype=np.int64)
+    coords.setflags(write=False)
+    return Fragment(f"wgmma.m64n{n}k16 D .f32", WGMMA_M, n, coords)
+
+
+def wgmma_operand(shared: np.ndarray, descriptor: int, major: str, rows: int, etype: str) -> np.ndarray:
+    """The float32 matrix [rows (M or N), K] a descriptor names in `shared` (a flat uint8 array whose
+    address 0 is 1024-byte aligned): element (mn, k) at swizzle(start + canonical offset)."""
+    desc = MatrixDescriptor.decode(descriptor)
+    if desc.base_offset:
+        raise PtxError("only base offset 0 is modelled (patterns starting at their swizzle boundary)")
+    element_bytes = 2
+    _check_half_type(etype)
+    matrix = np.zeros((rows, WGMMA_K), dtype=np.uint16)
+    for mn in range(rows):
+        for k in range(WGMMA_K):
+            offset = canonical_offset(major, desc.swizzle, mn, k, element_bytes, desc.leading, desc.stride)
+            address = swizzle_address(desc.start + offset, desc.swizzle)
+            if address + element_bytes > shared.size:
+                raise PtxError(f"wgmma operand element ({mn}, {k}) at byte {address} is outside shared memory")
+            matrix[mn, k] = shared[address:address + element_bytes].view("<u2")[0]
+    return half_values(matrix, etype)
+
+
+def wgmma_m64nNk16(shared: np.ndarray, a_desc: int, b_desc: int, c: np.ndarray, n: int, etype: str,
+                   trans_a: bool = False, trans_b: bool = False) -> np.ndarray:
+    """`wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{etype}.{etype}` with A and B in shared memory:
+    the warpgroup's D registers [thread, n / 2] (float32) from its C registers. `trans_a` / `trans_b`:
+    imm-trans 1, A M-major / B N-major. Accumulation as `mma_sync`'s model: C plus the products in
+    ascending k, in float32, one rounding per addition."""
+    fragment = wgmma_d_fragment(n)
+    if not isinstance(c, np.ndarray) or c.shape != (WARPGROUP, n // 2) or c.dtype != np.float32:
+        raise PtxError(f"wgmma m64n{n}k16 needs C registers of shape ({WARPGROUP}, {n // 2}) float32")
+    a = wgmma_operand(shared, a_desc, "mn" if trans_a else "k", WGMMA_M, etype)  # [m, k]
+    b = wgmma_operand(shared, b_desc, "mn" if trans_b else "k", n, etype)  # [n, k]
+    acc = fragment.scatter(c[..., None])
+    for k in range(WGMMA_K):
+        acc = acc + a[:, k:k + 1] * b[:, k][None, :]
+    return fragment.gather(acc)[..., 0]
