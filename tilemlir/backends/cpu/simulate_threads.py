@@ -38,8 +38,9 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks, debug_calls
-from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values
+from tilemlir.backends.cpu.simulate import async_copies, bulk_copies, collectives, phases, uniformity, values
 from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects.bulk_copy import BULK_COPY_OPS
 from tilemlir.dialects.tile import memory_space
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir
@@ -49,6 +50,7 @@ MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
 _TILE_OPS = {"tile.atomic_add", "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait", *phases.COLLECTIVE_OPS}
+_TILE_OPS |= set(BULK_COPY_OPS)
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
     reset = async_copies.lower_async_copies(launch, function, checker, n_threads,
                                             {value: buffer.name for value, buffer in checker.buffers.items()})
+    bulk = bulk_copies.bulk_copies(launch, function, checker, n_threads)
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
@@ -120,9 +123,14 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         state.expand_local_buffer(old, expanded)
         old.owner.erase()
     state.carry_values_across_phases(_block_level_ops(launch, state))
+    if bulk is not None:
+        bulk.check_accesses(state)
     for loop in splitter.phases.thread_loops:
         for op in ops_named(loop.op, *checks.ACCESSES):
             checker.instrument(op, loop.tid)
+    if bulk is not None:
+        bulk.lower(state)
+        reset = reset + bulk.reset()
     for barrier in splitter.phases.barriers:
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()

@@ -34,7 +34,8 @@ from tilemlir.mlir import arith, gpu, ir, memref, scf
 THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id
 COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync")  # warp collectives on register arrays: a phase each
-SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS)
+MBARRIER_WAIT = "tile.mbarrier_wait"  # opens a phase, as a shuffle does (simulate/bulk_copies.py)
+SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS, MBARRIER_WAIT)
 
 
 @dataclass
@@ -166,7 +167,7 @@ class PhaseSplitter:
                 continue
             self._close(segment, predicates)
             segment = []
-            if op.name == "gpu.shuffle":
+            if op.name in ("gpu.shuffle", MBARRIER_WAIT):
                 segment = [op]
             elif op.name in COLLECTIVE_OPS:
                 if predicates:
