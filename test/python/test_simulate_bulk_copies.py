@@ -137,3 +137,189 @@ def test_expect_tx_short_of_the_box_overflows_the_phase():
     with pytest.raises(SimulationError, match=r"mbarrier 'full'\[1\] in block 0: tile.tma_load at .* by thread 0 "
                                               r"delivers more bytes than the phase's arrive_expect_tx announced"):
         run(ring_kernel(size=1024), random_tensor(40, 100), 2048)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda k: k.replace('"tile.fence_mbarrier_init"() : () -> ()', ""),
+     r"tile.tma_load at .* by thread 0 of block 0: it completes on mbarrier 'full'\[1\], whose init no "
+     r"tile.fence_mbarrier_init"),
+    (lambda k: k.replace("      gpu.barrier\n", "", 1),
+     r"tile.mbarrier_wait on mbarrier 'full'\[1\] by thread 1 of block 0 at .*: thread 0 initialized it with no "
+     r"gpu.barrier between"),
+    (lambda k: k.replace("scf.for %s = %c0 to %c3", "scf.for %s = %c2 to %c3"),
+     r"tile.mbarrier_arrive_expect_tx on mbarrier 'full'\[1\] by thread 0 of block 0 at .*: the barrier is not "
+     r"initialized"),
+    (lambda k: k.replace('"tile.mbarrier_wait"(%full, %c1, %c0)', '"tile.mbarrier_arrive"(%full, %c1)')
+               .replace("(memref<3xi64, \"shared\">, index, index) -> ()\n      \"tile.mbarrier_wait\"(%full, %c2",
+                        "(memref<3xi64, \"shared\">, index) -> ()\n      \"tile.mbarrier_wait\"(%full, %c2"),
+     r"tile.mbarrier_arrive at .* by thread 0 of block 0 on mbarrier 'full'\[1\]: the phase's arrival count goes "
+     r"negative \(more arrivals than its count while it waits for 2048 transaction bytes\)"),
+], ids=["no-fence", "no-barrier-after-init", "uninitialized", "extra-arrival"])
+def test_barrier_misuse_is_caught(edit, message):
+    body = edit(RING.replace("$EARLY_READ", "").replace("$PARITY", "0").replace("$BYTES", "2048")
+                .replace("$ROW1", "8").replace("$COL1", "0").replace("$ROW2", "32").replace("$COL2", "64")
+                .replace("$RING_ELEMS", "3072").replace("$OUT_ELEMS", "2048"))
+    with pytest.raises(SimulationError, match=message):
+        run(compile_tma(body, 2048, RING_MAP), random_tensor(40, 100), 2048)
+
+
+def test_reading_without_waiting_is_a_race():
+    """Only thread 0 waits: the copy has landed when thread 1 reads, but nothing ordered thread 1 after it."""
+    body = (RING.replace("$EARLY_READ", "").replace("$PARITY", "0").replace("$BYTES", "2048")
+            .replace("$ROW1", "8").replace("$COL1", "0").replace("$ROW2", "32").replace("$COL2", "64")
+            .replace("$RING_ELEMS", "3072").replace("$OUT_ELEMS", "2048"))
+    body = body.replace('      "tile.mbarrier_wait"(%full, %c1, %c0)',
+                        '      scf.if %is0 {\n      "tile.mbarrier_wait"(%full, %c1, %c0)', 1)
+    body = body.replace('"tile.mbarrier_wait"(%full, %c2, %c0) : (memref<3xi64, "shared">, index, index) -> ()',
+                        '"tile.mbarrier_wait"(%full, %c2, %c0) : (memref<3xi64, "shared">, index, index) -> ()\n'
+                        '      }', 1)
+    with pytest.raises(SimulationError, match=r"data race on shared buffer 'A_s' element \d+ in block 0: thread 1 "
+                                              r"reads it .* which a TMA load wrote in phase 0 of its mbarrier, but the "
+                                              r"thread has not waited for that phase"):
+        run(compile_tma(body, 2048, RING_MAP), random_tensor(40, 100), 2048)
+
+
+def test_block_ending_with_a_load_in_flight_is_caught():
+    body = (RING.replace("$EARLY_READ", "").replace("$PARITY", "0").replace("$BYTES", "2048")
+            .replace("$ROW1", "8").replace("$COL1", "0").replace("$ROW2", "32").replace("$COL2", "64")
+            .replace("$RING_ELEMS", "3072").replace("$OUT_ELEMS", "2048"))
+    body = body.split('      "tile.mbarrier_wait"(%full, %c1')[0]
+    with pytest.raises(SimulationError, match=r"block 0 ends with tile.tma_load at .* by thread 0 in flight on its "
+                                              r"mbarrier \(number 1 of the launch's\)"):
+        run(compile_tma(body, 2048, RING_MAP), random_tensor(40, 100), 2048)
+
+
+# ---------------------------------------------------------------------------------------------
+# (2) a producer/consumer loop over 8 tiles through a 3-slot ring: thread 0 waits until the consumers
+# released the slot (empty, 128 arrivals; the parity before the slot's first use is that of the phase
+# "before" phase 0, so the wait holds at once), announces the bytes and loads tile t; every thread
+# waits for full[t mod 3] with parity (t / 3) & 1, copies the tile out and arrives on empty.
+PIPELINE = """
+      %ring = memref.alloca() {name = "A_s", tile.swizzle = 128 : i64, tile.materialized,
+                               tile.logical_shape = [3, 16, 64]} : memref<3072xf16, "shared">
+      %full = memref.alloca() {name = "full"} : memref<3xi64, "shared">
+      %empty = memref.alloca() {name = "empty"} : memref<3xi64, "shared">
+      %c3 = arith.constant 3 : index
+      %c16 = arith.constant 16 : index
+      %c1024 = arith.constant 1024 : index
+      %cthreads_ = arith.constant 128 : index
+      %is0 = arith.cmpi eq, %tx, %c0 : index
+      scf.if %is0 {
+        scf.for %s = %c0 to %c3 step %c1 {
+          "tile.mbarrier_init"(%full, %s) {count = 1 : i64} : (memref<3xi64, "shared">, index) -> ()
+          "tile.mbarrier_init"(%empty, %s) {count = 128 : i64} : (memref<3xi64, "shared">, index) -> ()
+        }
+        "tile.fence_mbarrier_init"() : () -> ()
+      }
+      gpu.barrier
+      %ctiles = arith.constant 8 : index
+      scf.for %t = %c0 to %ctiles step %c1 {
+        %s = arith.remui %t, %c3 : index
+        %round = arith.divui %t, %c3 : index
+        %parity = arith.remui %round, %c2 : index
+        %released = arith.xori %parity, %c$FLIP : index
+        %slot = arith.muli %s, %c1024 : index
+        scf.if %is0 {
+          "tile.mbarrier_wait"(%empty, %s, %released) : (memref<3xi64, "shared">, index, index) -> ()
+          "tile.mbarrier_arrive_expect_tx"(%full, %s) {bytes = 2048 : i64} : (memref<3xi64, "shared">, index) -> ()
+          %row = arith.muli %t, %c16 : index
+          "tile.tma_load"(%ring, %full, %slot, %s, %row, %c0) {map = "A_map"}
+              : (memref<3072xf16, "shared">, memref<3xi64, "shared">, index, index, index, index) -> ()
+        }
+        "tile.mbarrier_wait"(%full, %s, %parity) : (memref<3xi64, "shared">, index, index) -> ()
+        %base = arith.muli %t, %c1024 : index
+        scf.for %i = %tx to %c1024 step %cthreads_ {
+          %src = arith.addi %slot, %i : index
+          %v = memref.load %ring[%src] : memref<3072xf16, "shared">
+          %dst = arith.addi %base, %i : index
+          memref.store %v, %Out[%dst] : memref<8192xf16>
+        }
+        $RELEASE
+      }
+"""
+RELEASE = '"tile.mbarrier_arrive"(%empty, %s) : (memref<3xi64, "shared">, index) -> ()'
+
+
+def pipeline_kernel(flip=1, release=RELEASE):
+    return compile_tma(PIPELINE.replace("$FLIP", str(flip)).replace("$RELEASE", release), 8192, RING_MAP)
+
+
+def test_producer_consumer_pipeline_over_eight_tiles():
+    a = random_tensor(8 * 16 + 5, 64)
+    out = run(pipeline_kernel(), a, 8192)
+    for t in range(8):
+        want = placed(a[16 * t:16 * t + 16], 128, (t % 3,), (3, 16, 64))
+        got = np.array([out[1024 * t + k - 1024 * (t % 3)] for k in want])
+        np.testing.assert_array_equal(got, np.array(list(want.values())), err_msg=f"tile {t}")
+
+
+def test_producer_waiting_with_the_consumers_parity_deadlocks():
+    """Without the flip the producer waits for phase 0 of empty[0] before any consumer could arrive."""
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .* for the phase of parity 0 of "
+                                              r"mbarrier 'empty'\[0\]"):
+        run(pipeline_kernel(flip=0), random_tensor(8 * 16, 64), 8192)
+
+
+def test_consumers_not_releasing_slots_deadlocks_the_producer():
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .* for the phase of parity 0 of "
+                                              r"mbarrier 'empty'\[0\]"):
+        run(pipeline_kernel(release=""), random_tensor(8 * 16, 64), 8192)
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement: a 16-row tile of two W-byte panels (W = 0: one 64-byte-row box) in slot 1 of a 2-slot
+# buffer, one box per panel at the panel's physical origin, read back through the compiler's layout.
+PLACEMENT = """
+      %buf = memref.alloca() {name = "T_s", tile.swizzle = $W : i64, tile.materialized,
+                              tile.logical_shape = [2, 16, $COLS]} : memref<$RING_ELEMSxf16, "shared">
+      %bar = memref.alloca() {name = "bar"} : memref<1xi64, "shared">
+      %is0 = arith.cmpi eq, %tx, %c0 : index
+      scf.if %is0 {
+        "tile.mbarrier_init"(%bar, %c0) {count = 1 : i64} : (memref<1xi64, "shared">, index) -> ()
+        "tile.fence_mbarrier_init"() : () -> ()
+      }
+      gpu.barrier
+      %row = arith.constant $ROW : index
+      scf.if %is0 {
+        "tile.mbarrier_arrive_expect_tx"(%bar, %c0) {bytes = $BYTES : i64} : (memref<1xi64, "shared">, index) -> ()
+$LOADS
+      }
+      "tile.mbarrier_wait"(%bar, %c0, %c0) : (memref<1xi64, "shared">, index, index) -> ()
+"""
+LOAD = """        %dst$P = arith.constant $DST : index
+        %col$P = arith.constant $COL : index
+        "tile.tma_load"(%buf, %bar, %dst$P, %c0, %row, %col$P) {map = "T_map"}
+            : (memref<$RING_ELEMSxf16, "shared">, memref<1xi64, "shared">, index, index, index, index) -> ()"""
+
+
+@pytest.mark.parametrize("width", [0, 32, 64, 128])
+def test_boxes_land_where_the_compilers_layout_reads_them(width):
+    cols = 32 if width == 0 else width  # two panels of width // 2 halves, or one unswizzled 64-byte row
+    panels = 1 if width == 0 else 2
+    per_panel = cols // panels
+    tile_elems = 16 * cols
+    col0 = 8  # the tile starts 8 columns in; the last panel hangs over the tensor's 8 + cols - 4 columns
+    loads = "\n".join(LOAD.replace("$P", str(p))
+                      .replace("$DST", str(tile_elems + physical_element((0, p * per_panel), (16, cols), 2, width)))
+                      .replace("$COL", str(col0 + p * per_panel)) for p in range(panels))
+    body = (PLACEMENT.replace("$LOADS", loads).replace("$W", str(width)).replace("$COLS", str(cols))
+            .replace("$ROW", "3").replace("$BYTES", str(2 * tile_elems))
+            + copy_out("%buf", tile_elems, f"%c{tile_elems}_")).replace("$RING_ELEMS", str(2 * tile_elems)) \
+        .replace("$OUT_ELEMS", str(tile_elems))
+    body = body.replace(f"%c{tile_elems}_", "%tile_start").replace(
+        "      %cn_out", f"      %tile_start = arith.constant {tile_elems} : index\n      %cn_out", 1)
+    tmap = f"T_map = {{tensor = 0 : i64, box = [16, {per_panel}], swizzle = {width} : i64}}"
+    a = random_tensor(40, col0 + cols - 4)
+    out = run(compile_tma(body, tile_elems, tmap), a, tile_elems)
+    want = placed(box_of(a, 3, col0, 16, cols), width)
+    assert sorted(want) == list(range(tile_elems))
+    np.testing.assert_array_equal(np.array([out[k] for k in want]), np.array(list(want.values())))
+
+
+def test_box_narrower_than_its_swizzle_is_not_simulated():
+    body = (PLACEMENT.replace("$LOADS", LOAD.replace("$P", "0").replace("$DST", "0").replace("$COL", "0"))
+            .replace("$W", "128").replace("$COLS", "128").replace("$ROW", "0").replace("$BYTES", "1024")
+            .replace("$RING_ELEMS", "4096"))
+    with pytest.raises(CompileError, match=r"cannot simulate tile.tma_load of tensor map 'T_map': its box's inner dim "
+                                           r"is 64 bytes, the swizzle 128"):
+        compile_tma(body, 64, "T_map = {tensor = 0 : i64, box = [16, 32], swizzle = 128 : i64}")

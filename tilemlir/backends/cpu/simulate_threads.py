@@ -21,7 +21,12 @@ CPU backend JIT-compiles:
   in every thread: calls into Python (`backends/cpu/debug_calls.py`);
 - `tile.cp_async` reads its source when it runs and lands in shared memory
   at the `tile.cp_async_wait` that retires its group; touching a pending
-  element before is a race error (`simulate/async_copies.py`). With
+  element before is a race error (`simulate/async_copies.py`);
+- mbarriers keep their phases, arrivals and tx-count; `tile.tma_load` reads
+  its box (zeros outside the tensor) and lands, swizzled as the hardware
+  does, when a wait on its barrier runs; a wait opens a phase retried until
+  the thread's wait holds, no progress being a deadlock error
+  (`simulate/bulk_copies.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.

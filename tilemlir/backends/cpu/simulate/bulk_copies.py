@@ -121,7 +121,8 @@ class BulkCopies:
         # per thread: how many phases of each barrier it has seen complete (at its last holding wait)
         self.observed = buffers.allocate_at_entry(function, ir.MemRefType.get([n_threads, self.n_barriers], _i64()),
                                                   loc)
-        self.maps: dict[ir.Operation, TensorMap] = {op: self._map(op) for op in self.loads}
+        for op in self.loads:
+            self._map(op)  # a map the simulation cannot model is a CompileError before anything changes
         self.targets: dict[ir.Value, _Target] = {}
         for op in self.loads:
             if op.operands[0] not in self.targets:
@@ -299,7 +300,7 @@ class BulkCopies:
 
     # -- TMA loads ---------------------------------------------------------------------------------
     def _load(self, op: ir.Operation, tid: ir.Value) -> None:
-        tmap = self.maps[op]
+        tmap = self._map(op)
         operands = list(op.operands)
         dst, bars = operands[0], operands[1]
         rank = dst.type.rank
@@ -312,11 +313,14 @@ class BulkCopies:
                              "tile.fence_mbarrier_init of its initializing thread made visible to TMA", tid,
                              b.index(0), index)
             self._add(barrier, IN_FLIGHT, _c(tmap.box_bytes))
-            number = arith.ori(arith.shli(_c(self.loads.index(op)), _c(_THREAD_BITS)), as_i64(tid))
+            number = arith.ori(arith.shli(_c(self._number(op)), _c(_THREAD_BITS)), as_i64(tid))
             self._set(number, barrier, LAST_LOAD)
             self._stage(op, tmap, self.targets[dst], dst_indices, coords, as_i64(barrier), tid, where)
 
         self._barrier(op, bars, index, tid, issue)
+
+    def _number(self, op: ir.Operation) -> int:
+        return next(k for k, load in enumerate(self.loads) if load == op)
 
     def _stage(self, op, tmap: TensorMap, target: _Target, dst_indices, coords, barrier, tid, where) -> None:
         element = target.buffer.type.element_type
