@@ -394,9 +394,9 @@ class BulkCopies:
             element = linear(target.buffer, indices, number)
             mark = memref.load(target.pending, [element])
             with b.if_then(arith.cmpi(b.CMPI.ne, mark, _c(-1))):
-                self._record(f"{at} while the TMA load of thread {{other}} into it has not landed (no thread has waited "
-                             "on its mbarrier since it was issued: a missing or misplaced tile.mbarrier_wait?)", tid,
-                             _thread_of(mark), element)
+                self._record(f"{at} while the TMA load of thread {{other}} into it has not landed (no thread has "
+                             "waited on its mbarrier since it was issued: a missing or misplaced tile.mbarrier_wait?)",
+                             tid, _thread_of(mark), element)
             same_interval = arith.cmpi(b.CMPI.eq, memref.load(target.landed_epoch, [element]), self._epoch())
             with b.if_then(same_interval):
                 landed_at = memref.load(target.landed_phase, [element])
@@ -509,11 +509,13 @@ class BulkCopies:
                                  memref.load(waited_bar, [thread]))
 
     def _check_block_end(self) -> None:
-        with b.loop_nest([self.n_barriers]) as (barrier,):
-            with b.if_then(arith.cmpi(b.CMPI.ne, self._get(barrier, IN_FLIGHT), _c(0))):
-                self._on_last_load(barrier, lambda load: (
-                    f"block {{block}} ends with {load} by thread {{thread}} in flight on its mbarrier (number {{index}} "
-                    "of the launch's): no thread waited on the barrier after it"), barrier)
+        for bars, first in self.first_barrier.items():
+            with b.loop_nest([bars.type.shape[0]]) as (index,):
+                barrier = arith.addi(index, b.index(first))
+                with b.if_then(arith.cmpi(b.CMPI.ne, self._get(barrier, IN_FLIGHT), _c(0))):
+                    self._on_last_load(barrier, lambda load: (
+                        f"block {{block}} ends with {load} by thread {{thread}} in flight on mbarrier "
+                        f"'{self._name(bars)}'[{{index}}]: no thread waited on the barrier after it"), index)
 
 
 def _swizzled(address: ir.Value, swizzle: int) -> ir.Value:
