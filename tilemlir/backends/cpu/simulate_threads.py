@@ -24,7 +24,12 @@ CPU backend JIT-compiles:
   element before is a race error (`simulate/async_copies.py`);
 - `tile.wgmma` runs as a warpgroup collective reading its operands through
   the ISA's descriptors, and its fences, batches and the proxy fence are
-  checked (`simulate/warpgroup.py`). With
+  checked (`simulate/warpgroup.py`);
+- mbarriers keep their phases, arrivals and tx-count; `tile.tma_load` reads
+  its box (zeros outside the tensor) and lands, swizzled as the hardware
+  does, when a wait on its barrier runs; a wait opens a phase retried until
+  the thread's wait holds, no progress being a deadlock error
+  (`simulate/bulk_copies.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.
@@ -41,8 +46,10 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks, debug_calls
-from tilemlir.backends.cpu.simulate import async_copies, collectives, phases, uniformity, values, warpgroup
+from tilemlir.backends.cpu.simulate import async_copies, bulk_copies, collectives, phases, uniformity, values, \
+    warpgroup
 from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects.bulk_copy import BULK_COPY_OPS
 from tilemlir.dialects.tile import memory_space
 from tilemlir.dialects.warpgroup import WARPGROUP_OPS
 from tilemlir.ir_util import ops_named
@@ -53,7 +60,7 @@ MAX_THREADS = 1024
 _GPU_OPS = {"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "gpu.barrier",
             "gpu.shuffle", "gpu.terminator"}
 _TILE_OPS = {"tile.atomic_add", "tile.cp_async", "tile.cp_async_commit", "tile.cp_async_wait", *phases.COLLECTIVE_OPS,
-             *WARPGROUP_OPS}
+             *WARPGROUP_OPS, *BULK_COPY_OPS}
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     groups = warpgroup.Warpgroups(launch, function, checker, n_threads, names)
     copies = async_copies.lower_async_copies(launch, function, checker, n_threads, names, groups.check_async_write)
     groups.lower_thread_ops()
+    bulk = bulk_copies.bulk_copies(launch, function, checker, n_threads)
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)
@@ -128,14 +136,20 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
         state.expand_local_buffer(old, expanded)
         old.owner.erase()
     state.carry_values_across_phases(_block_level_ops(launch, state))
+    if bulk is not None:
+        bulk.check_accesses(state)
     for loop in splitter.phases.thread_loops:
         for op in ops_named(loop.op, *checks.ACCESSES):
             checker.instrument(op, loop.tid)
+    reset = copies.reset + groups.reset()
+    if bulk is not None:
+        bulk.lower(state)
+        reset = reset + bulk.reset()
     for barrier in splitter.phases.barriers:
         with barrier.location, ir.InsertionPoint(barrier):
             checker.next_epoch()
         barrier.erase()
-    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, copies.reset + groups.reset())
+    _run_blocks(launch, [*on_chip, *demoted, *state.carried], checker, reset)
 
 
 def _block_dims(launch: ir.Operation) -> tuple[int, int, int]:

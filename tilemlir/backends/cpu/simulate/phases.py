@@ -37,7 +37,8 @@ THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id
 # warp collectives on register arrays, and the warpgroup's wgmma (`simulate/warpgroup.py`): a phase each
 COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync", "tile.wgmma")
-SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS)
+MBARRIER_WAIT = "tile.mbarrier_wait"  # opens a phase, as a shuffle does (simulate/bulk_copies.py)
+SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS, MBARRIER_WAIT)
 
 
 @dataclass
@@ -169,7 +170,7 @@ class PhaseSplitter:
                 continue
             self._close(segment, predicates)
             segment = []
-            if op.name == "gpu.shuffle":
+            if op.name in ("gpu.shuffle", MBARRIER_WAIT):
                 segment = [op]
             elif op.name in COLLECTIVE_OPS:
                 if predicates:
