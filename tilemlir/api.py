@@ -316,6 +316,9 @@ class JitFunction:
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
         record = options_for(target, merged)
+        interpret = settings().interpret
+        if interpret is not None:
+            record = options_for("cpu", _interpreted_options(target, merged, interpret))
         if record not in self._compiled:
             start = time.perf_counter()
             source_key = self._source_key(target, record, merged)
@@ -365,6 +368,23 @@ class JitFunction:
         if self.kind == "eager":
             return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
+
+
+_CPU_OPTIONS = frozenset(f.name for f in fields(CpuOptions))
+
+
+def _interpreted_options(target: str, options: dict, level: str) -> dict:
+    """The CPU options TILEMLIR_INTERPRET compiles with instead of `options` (checked for `target`): the CUDA
+    target's own (arch, fmad, use_cache, 32-bit index math) are dropped, and the knob's level is used unless
+    a CPU compile asked for one."""
+    kept = {}
+    for name, value in options.items():
+        if name in _CPU_OPTIONS and not (name == "index_bits" and value == 32):
+            kept[name] = value
+        else:
+            log.debug("TILEMLIR_INTERPRET: option %s=%r has no meaning on the CPU target, ignored", name, value)
+    kept.setdefault("level", level)
+    return kept
 
 
 def _log_compile(kernel: "Kernel", cache: str, seconds: float) -> None:
