@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import logging
 import time
@@ -39,6 +40,20 @@ DEFAULT_TARGET = "cuda"
 def _driver():
     """`tilemlir.driver`, imported on first use: it loads MLIR."""
     return importlib.import_module("tilemlir.driver")
+
+
+# The compiler's own dependencies, which a runtime-only install (pyproject's `runtime` extra) leaves out.
+COMPILER_MODULES = {"torch_mlir": "torch-mlir", "z3": "z3-solver", "llvmlite": "llvmlite"}
+
+
+def _require_compiler() -> None:
+    """A CompileError saying what to install when this is a runtime-only install."""
+    missing = [package for module, package in COMPILER_MODULES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise CompileError(f"compiling a kernel needs tilemlir's compiler, but {', '.join(missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} not installed (a runtime-only install): install "
+                           "tilemlir with its dependencies to compile; tilemlir.runtime.load(directory) runs kernels "
+                           "exported elsewhere")
 
 
 def _user_facing(method: Callable) -> Callable:
@@ -320,6 +335,7 @@ class JitFunction:
         if interpret is not None:
             record = options_for("cpu", _interpreted_options(target, merged, interpret))
         if record not in self._compiled:
+            _require_compiler()
             start = time.perf_counter()
             source_key = self._source_key(target, record, merged)
             kernel = self._cached(source_key, record, merged) if source_key else None
