@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import logging
 import time
@@ -39,6 +40,20 @@ DEFAULT_TARGET = "cuda"
 def _driver():
     """`tilemlir.driver`, imported on first use: it loads MLIR."""
     return importlib.import_module("tilemlir.driver")
+
+
+# The compiler's own dependencies, which a runtime-only install (pyproject's `runtime` extra) leaves out.
+COMPILER_MODULES = {"torch_mlir": "torch-mlir", "z3": "z3-solver", "llvmlite": "llvmlite"}
+
+
+def _require_compiler() -> None:
+    """A CompileError saying what to install when this is a runtime-only install."""
+    missing = [package for module, package in COMPILER_MODULES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise CompileError(f"compiling a kernel needs tilemlir's compiler, but {', '.join(missing)} "
+                           f"{'is' if len(missing) == 1 else 'are'} not installed (a runtime-only install): install "
+                           "tilemlir with its dependencies to compile; tilemlir.runtime.load(directory) runs kernels "
+                           "exported elsewhere")
 
 
 def _user_facing(method: Callable) -> Callable:
@@ -316,7 +331,11 @@ class JitFunction:
         target = target or self.target or DEFAULT_TARGET
         merged = {**self.options, **options}
         record = options_for(target, merged)
+        interpret = settings().interpret
+        if interpret is not None:
+            record = options_for("cpu", _interpreted_options(target, merged, interpret))
         if record not in self._compiled:
+            _require_compiler()
             start = time.perf_counter()
             source_key = self._source_key(target, record, merged)
             kernel = self._cached(source_key, record, merged) if source_key else None
@@ -365,6 +384,23 @@ class JitFunction:
         if self.kind == "eager":
             return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
+
+
+_CPU_OPTIONS = frozenset(f.name for f in fields(CpuOptions))
+
+
+def _interpreted_options(target: str, options: dict, level: str) -> dict:
+    """The CPU options TILEMLIR_INTERPRET compiles with instead of `options` (checked for `target`): the CUDA
+    target's own (arch, fmad, use_cache, 32-bit index math) are dropped, and the knob's level is used unless
+    a CPU compile asked for one."""
+    kept = {}
+    for name, value in options.items():
+        if name in _CPU_OPTIONS and not (name == "index_bits" and value == 32):
+            kept[name] = value
+        else:
+            log.debug("TILEMLIR_INTERPRET: option %s=%r has no meaning on the CPU target, ignored", name, value)
+    kept.setdefault("level", level)
+    return kept
 
 
 def _log_compile(kernel: "Kernel", cache: str, seconds: float) -> None:

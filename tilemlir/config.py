@@ -39,11 +39,16 @@ KNOBS = (
     Knob("TILEMLIR_TRACEBACK", "1 adds the Python traceback to internal compiler errors (tile-opt, pass pipelines)"),
     Knob("TILEMLIR_AUTOTUNE", "on (default): @tilemlir.autotune reuses the best config stored on disk; force: tune "
                               "again and store the new choice; off: no tuning, the first config that compiles"),
+    Knob("TILEMLIR_INTERPRET", "1 (or tile) runs every @tilemlir.jit kernel on the CPU target whatever target it "
+                               "asks for, taking numpy arrays or torch CPU tensors; thread: the CPU target's "
+                               "thread level (the GPU lowering, simulated)"),
     Knob("TILEMLIR_COMPILE_WORKERS", "worker processes of a parallel compile (default: the CPUs this process may "
                                      "use, at most one per config); 1 compiles in-process"),
 )
 
 AUTOTUNE_MODES = ("on", "off", "force")
+_INTERPRET_LEVELS = {"1": "tile", "true": "tile", "yes": "tile", "on": "tile", "tile": "tile", "thread": "thread",
+                     "0": None, "false": None, "no": None, "off": None, "": None}
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Settings:
     log_compiles: bool = False
     autotune_text: str | None = None
     compile_workers_text: str | None = None
+    interpret_text: str | None = None
 
     @property
     def prover_rlimit(self) -> int:
@@ -73,6 +79,15 @@ class Settings:
             raise ConfigError(f"TILEMLIR_AUTOTUNE must be one of {', '.join(AUTOTUNE_MODES)}, "
                               f"got {self.autotune_text!r}")
         return mode
+
+    @property
+    def interpret(self) -> str | None:
+        """The CPU target's level every kernel compiles for (TILEMLIR_INTERPRET), None when it is off; a
+        ConfigError for whoever compiles, when it is no level or flag."""
+        text = (self.interpret_text or "").strip().lower()
+        if text not in _INTERPRET_LEVELS:
+            raise ConfigError(f"TILEMLIR_INTERPRET must be 1 (or tile), thread, or 0, got {self.interpret_text!r}")
+        return _INTERPRET_LEVELS[text]
 
     @property
     def compile_workers(self) -> int | None:
@@ -125,5 +140,6 @@ def settings() -> Settings:
         log_compiles=_flag(env.get("TILEMLIR_LOG_COMPILES")),
         autotune_text=env.get("TILEMLIR_AUTOTUNE"),
         compile_workers_text=env.get("TILEMLIR_COMPILE_WORKERS"),
+        interpret_text=env.get("TILEMLIR_INTERPRET"),
     )
 

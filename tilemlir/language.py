@@ -539,6 +539,19 @@ def Kernel(*grid, threads: int = 128, min_blocks: int | None = None):
 
 
 @_intrinsic
+def use_swizzle(panel_size: int, order: str = "row", enable: bool = True):
+    """`T.use_swizzle(8)` in a `T.Kernel(gx, gy)` block: block rasterization for L2 reuse (TileLang's).
+
+    Remaps the block indices so that consecutively launched blocks walk a panel of `panel_size` rows
+    of the grid (`order="column"`: columns) one column (row) at a time, odd panels backwards, the
+    last panel holding what is left. A bijection of the grid: every tile is still computed once.
+    `enable=False`, or a 1-dim grid, leaves the indices alone. It stands directly in the `T.Kernel`
+    block, once, before the block indices are used.
+    """
+    _kernel_only("T.use_swizzle")
+
+
+@_intrinsic
 def Parallel(*extents):
     """`for i, j in T.Parallel(M, N):` independent points; the compiler maps them to threads."""
     _kernel_only("T.Parallel")
@@ -1026,7 +1039,7 @@ __all__ = [
     *DTYPES,
     "DType", "DTYPES", "dtype", "Symbolic", "DimExpr", "symbolic", "dynamic", "Tensor", "Buffer", "prim_func", "macro", "Layout",
     "Fragment",
-    "Kernel", "Parallel", "serial", "unroll", "Pipelined",
+    "Kernel", "use_swizzle", "Parallel", "serial", "unroll", "Pipelined",
     "alloc_shared", "alloc_fragment", "alloc_local",
     "copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
     "gemm", "GemmWarpPolicy", "atomic_add", "annotate_layout", "print", "device_assert", "assume", "cast", "if_then_else", "infinity", "ceildiv",

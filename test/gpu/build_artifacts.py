@@ -13,13 +13,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from example_cases import (ARTIFACTS, CASES, DEBUG_CASES, GEMM_CASES, INDEX_WIDTH_CASES, PIPELINE_CASES,  # noqa: E402
-                           STATIC_SHAPE_CASES, kernel_for)
+                           RASTER_CASES, STATIC_SHAPE_CASES, kernel_for)
 from mma_cases import CASE_MARKERS, GEMM_EXAMPLE, compile_case  # noqa: E402
 
 
 def main(names: list[str]) -> int:
     cases = (*CASES, *GEMM_CASES, *INDEX_WIDTH_CASES, *STATIC_SHAPE_CASES, *DEBUG_CASES, *PIPELINE_CASES,
-             GEMM_EXAMPLE)
+             *RASTER_CASES, GEMM_EXAMPLE)
     known = [case.name for case in cases] + list(CASE_MARKERS)
     unknown = sorted(set(names) - set(known))
     if unknown:

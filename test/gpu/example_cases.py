@@ -83,6 +83,15 @@ PIPELINE_CASES = tuple(
 )
 PIPELINE_CASES_BY_NAME = {case.name: case for case in PIPELINE_CASES}
 
+# T.use_swizzle on examples/gemm.py's body (rasterized_gemm.py; test_rasterization_gpu.py): N = 2112 is 17 block
+# columns and M = 4095 / 129 are 32 / 2 block rows, so both orders' last panels are ragged (and 3 panel_size 3 ones
+# past M = 129's two rows); tensor cores on sm_90a.
+RASTER_CASES = tuple(
+    ExampleCase(f"gemm_swizzle_{order}{panel}", "rasterized_gemm", "matmul", {"panel": panel, "order": order},
+                n=0, rows=(4095, 129), tolerance=1e-3, input_kwargs={"n": 2112, "k": 512})
+    for order, panel in (("row", 8), ("row", 3), ("column", 5))
+)
+
 # Library kernels at 2**31 elements and more (test_index_width_gpu.py): the elementwise add with 12
 # elements a thread (a 1536-element tile: its guards leave int32 at n = 2**31 - 1, so the compiler makes
 # it 64-bit), the default int8 add and the bf16 softmax of 131072-wide rows (32-bit: the runtime refuses

@@ -376,3 +376,49 @@ def test_a_failed_device_assertion_comes_without_the_backends_frames(tmp_path, m
     with pytest.raises(tilemlir.DeviceAssertionError, match="device assertion failed in kernel 'checked'") as info:
         module.checked(-np.ones(32, np.float32))
     assert _frames(info.value) == [__file__, tilemlir.api.__file__]
+
+
+# -- TILEMLIR_INTERPRET ------------------------------------------------------------------------------------------
+
+
+def test_interpret_compiles_every_kernel_for_the_cpu_target(kernels, driver, monkeypatch):
+    """Whatever target a script asks for: the jit default, target="cuda" with CUDA-only options (arch, fmad,
+    use_cache, 32-bit index math dropped; fast_math kept), a factory's call; the knob's level, unless a CPU
+    compile names its own."""
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "1")
+    assert kernels.scale.compile().target == "cpu"
+    tilemlir.compile(kernels.scale, target="cuda", arch="sm_80", fmad=False, use_cache=False, index_bits=32,
+                     fast_math=True)
+    kernels.make_scale(64)
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "thread")
+    tilemlir.compile(kernels.scale, target="cuda")
+    tilemlir.compile(kernels.scale, target="cpu", level="tile", fast_math=True)  # compiled before: no new compile
+    assert [(info.name, target, options) for info, target, options in driver.compiled] == [
+        ("scale", "cpu", CpuOptions()),
+        ("scale", "cpu", CpuOptions(fast_math=True)),
+        ("scale_kernel", "cpu", CpuOptions()),
+        ("scale", "cpu", CpuOptions(level="thread")),
+    ]
+
+
+def test_interpret_still_refuses_options_the_requested_target_does_not_know(kernels, driver, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "1")
+    with pytest.raises(CompileError, match=r"unknown option\(s\) for target 'cuda': tile_size"):
+        tilemlir.compile(kernels.scale, target="cuda", tile_size=4)
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "gpu")
+    with pytest.raises(tilemlir.diagnostics.ConfigError,
+                       match="TILEMLIR_INTERPRET must be 1 \\(or tile\\), thread, or 0, got 'gpu'"):
+        tilemlir.compile(kernels.scale)
+    assert driver.compiled == []
+
+
+@pytest.mark.parametrize("level", ["tile", "thread"])
+def test_an_interpreted_cuda_kernel_runs_on_numpy_arrays(tmp_path, monkeypatch, level, rng):
+    """A script written for the GPU (target="cuda" in its decorator, stream= at the call) runs unchanged."""
+    module = load_module(tmp_path, KERNELS.replace("@tilemlir.jit(out_idx=[-2])", "@tilemlir.jit(out_idx=[-2], "
+                                                                                   "target='cuda', arch='sm_90a')"))
+    monkeypatch.setenv("TILEMLIR_INTERPRET", level)
+    x = rng.standard_normal(300).astype(np.float32)
+    y = module.scale(x, 2.5, stream=None)
+    assert module.scale.compile().level == level
+    assert np.array_equal(y, x * np.float32(2.5))

@@ -227,3 +227,14 @@ def test_the_cpu_target_says_tuning_needs_a_gpu_and_uses_the_first_config_that_c
         y = kernel(x)
     np.testing.assert_array_equal(y, 3 * x)
     assert kernel.tune(x).trials[0].stage == "compile"
+
+
+def test_interpret_tunes_nothing_and_runs_the_first_config_on_the_cpu(rng, monkeypatch):
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "1")
+    kernel = tilemlir.autotune(configs=[{"block": 64, "factor": 3.0}, {"block": 128}], key=["N"])(scale)()
+    x = vector(rng, 200)
+    with pytest.warns(RuntimeWarning, match=r"autotuning 'scale' needs a GPU \(target='cpu'\): using the first "
+                                            r"config that compiles, block=64, factor=3.0"):
+        y = kernel(x)
+    np.testing.assert_array_equal(y, 3 * x)
+    assert kernel.tune(x).kernel.target == "cpu"

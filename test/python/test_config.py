@@ -58,3 +58,21 @@ def test_autotune_and_compile_worker_knobs(monkeypatch):
         settings.autotune
     with pytest.raises(ConfigError, match="TILEMLIR_COMPILE_WORKERS must be an integer from 1 to 65536, got '0'"):
         settings.compile_workers
+
+
+@pytest.mark.parametrize("text, level", [(None, None), ("", None), ("0", None), ("off", None), ("1", "tile"),
+                                         (" TRUE", "tile"), ("tile", "tile"), ("Thread", "thread")])
+def test_the_interpret_knob_names_the_cpu_level_or_is_off(monkeypatch, text, level):
+    if text is None:
+        monkeypatch.delenv("TILEMLIR_INTERPRET", raising=False)
+    else:
+        monkeypatch.setenv("TILEMLIR_INTERPRET", text)
+    assert config.settings().interpret == level
+
+
+def test_a_bad_interpret_value_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("TILEMLIR_INTERPRET", "cuda")
+    settings = config.settings()  # the other knobs stay readable (error handlers read TILEMLIR_TRACEBACK)
+    assert settings.traceback is False
+    with pytest.raises(ConfigError, match="TILEMLIR_INTERPRET must be 1 \\(or tile\\), thread, or 0, got 'cuda'"):
+        settings.interpret

@@ -459,6 +459,64 @@ def test_min_blocks_out_of_range(tmp_path, threads, min_blocks, expected):
     assert message(err) == expected
 
 
+@pytest.mark.parametrize("call, expected", [
+    ("T.use_swizzle(@@0)", "T.use_swizzle: panel_size must be at least 1, got 0"),
+    ("T.use_swizzle(@@-4)", "T.use_swizzle: panel_size must be at least 1, got -4"),
+    ("T.use_swizzle(@@2.5)", "T.use_swizzle: 'panel_size' must be a compile-time integer (a Python int), got 2.5"),
+    ("T.use_swizzle(@@M)", "T.use_swizzle: 'panel_size' must be a compile-time integer (a Python int), but 'M' is "
+                           "a symbolic dim known only at run time"),
+    ("T.use_swizzle(8, order=@@'col')", "T.use_swizzle: order must be 'row' or 'column', got 'col'"),
+    ("T.use_swizzle(8, @@'diagonal')", "T.use_swizzle: order must be 'row' or 'column', got 'diagonal'"),
+    ("T.use_swizzle(8, enable=@@1)", "T.use_swizzle: 'enable' must be a compile-time bool, got 1"),
+    ("@@T.use_swizzle()", "T.use_swizzle() is missing its argument 'panel_size'"),
+    ("T.use_swizzle(8, @@panel=2)", "T.use_swizzle() got an unexpected keyword argument 'panel' "
+                                    "(keywords: panel_size, order, enable)"),
+])
+def test_use_swizzle_arguments(tmp_path, call, expected):
+    err = frontend_error(tmp_path, f"""
+        @tilemlir.jit
+        def k(X: T.Tensor((M, N), T.float32)):
+            with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 32), threads=128) as (bx, by):
+                {call}
+                X[by, bx] = 0.0
+    """)
+    assert message(err) == expected
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("for i in range(4):\n    @@T.use_swizzle(8)",
+     "T.use_swizzle must stand directly in the `with T.Kernel(...)` block, outside any loop or branch: it remaps "
+     "the block indices of the whole kernel"),
+    ("X[by, bx] = 0.0\n@@T.use_swizzle(8)",
+     "T.use_swizzle must come before any use of the block indices: it remaps them for the whole kernel"),
+    ("T.use_swizzle(8)\n@@T.use_swizzle(4, enable=False)", "a kernel takes one T.use_swizzle"),
+])
+def test_use_swizzle_placement(tmp_path, body, expected):
+    err = frontend_error(tmp_path, (
+        "@tilemlir.jit\n"
+        "def k(X: T.Tensor((M, N), T.float32)):\n"
+        "    with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 32), threads=128) as (bx, by):\n"
+    ) + textwrap.indent(body, " " * 8) + "\n")
+    assert message(err) == expected
+
+
+def test_use_swizzle_outside_the_kernel(tmp_path):
+    err = frontend_error(tmp_path, """
+        @tilemlir.jit
+        def k(X: T.Tensor((M, N), T.float32)):
+            @@T.use_swizzle(8)
+            with T.Kernel(T.ceildiv(N, 32), T.ceildiv(M, 32), threads=128) as (bx, by):
+                X[by, bx] = 0.0
+    """)
+    assert message(err) == "T.use_swizzle must be inside the `with T.Kernel(...)` block"
+
+
+def test_use_swizzle_in_plain_python_says_it_is_kernel_code():
+    import tilemlir.language as T
+    with pytest.raises(RuntimeError, match="T.use_swizzle is kernel code"):
+        T.use_swizzle(8)
+
+
 def test_reduce_dim_must_be_constant(tmp_path):
     err = frontend_error(tmp_path, """
         @tilemlir.jit

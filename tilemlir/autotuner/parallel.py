@@ -67,8 +67,10 @@ def compile_many(factory: Any, configs: Sequence[Mapping[str, Any]], *, target: 
     `workers`: processes to use (default TILEMLIR_COMPILE_WORKERS, else the CPUs this process may
     use, at most one per config; 1 compiles in-process). `progress`: a status line on stderr
     (default: when stderr is a terminal)."""
+    from tilemlir.config import settings
+
     function = _jit_function(factory)
-    target = target or function.target or "cuda"
+    target = "cpu" if settings().interpret else target or function.target or "cuda"  # CPU kernels: in-process
     configs = [dict(c) for c in configs]
     count = 1 if worker_process.ACTIVE else _worker_count(workers, len(configs))
     reference = _reference(function) if target == "cuda" and count > 1 else None

@@ -166,7 +166,7 @@ class TunedKernel:
         self.name = self.function.fn.__name__
         parameters = list(inspect.signature(self.function.fn).parameters)
         self.configs = expand(self.options.configs, parameters, fixed, self.name)
-        self.target = self.function.target or "cuda"
+        self.target = "cpu" if settings().interpret else self.function.target or "cuda"
         self._compiled: dict[int, CompileResult] = {}
         self._reports: dict[tuple, TuneReport] = {}
         self._untuned_report: TuneReport | None = None

@@ -13,6 +13,7 @@ bindings' caller.
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tilemlir import hardware
@@ -424,7 +425,10 @@ class KernelOp(Tile.Operation, name="kernel"):
     dim, the block's coordinates. The optional `tile.min_blocks` asks for at
     least that many resident blocks per multiprocessor (CUDA's second
     `__launch_bounds__` argument: it caps registers per thread); 1..32, and
-    `threads * min_blocks` at most 2048. The fragments and local buffers
+    `threads * min_blocks` at most 2048. The optional `tile.rasterization =
+    {order = "row" | "column", panel = P}` (T.use_swizzle, 2- and 3-dim grids)
+    remaps the block coordinates the region sees (`rewriting/rasterization.py`).
+    The fragments and local buffers
     inside must fit in a thread (`thread_bytes`), and the enclosing
     function's signature attributes must match its argument types
     (`entry_attributes_problem`, reported at the function).
@@ -447,7 +451,7 @@ class KernelOp(Tile.Operation, name="kernel"):
         threads = _int_attr(self, "threads")
         if not 1 <= threads <= MAX_THREADS:
             return f"'threads' must be in 1..{MAX_THREADS}, got {threads}"
-        problem = min_blocks_problem(self.operation)
+        problem = min_blocks_problem(self.operation) or rasterization_problem(self.operation)
         if problem is not None:
             return problem
         function = enclosing(self.operation, "func.func")
@@ -908,6 +912,50 @@ def min_blocks_problem(op: ir.Operation) -> str | None:
         return (f"'{MIN_BLOCKS}' = {attr.value} blocks of {threads} threads exceed the "
                 f"{MAX_THREADS_PER_SM} threads a multiprocessor holds")
     return None
+
+
+RASTERIZATION = "tile.rasterization"  # on tile.kernel; applied where its block coordinates become values
+RASTER_ORDERS = ("row", "column")
+
+
+@dataclass(frozen=True)
+class Rasterization:
+    """T.use_swizzle(panel, order): consecutive blocks walk panels `panel` tiles wide (docs/language.md)."""
+
+    order: str
+    panel: int
+
+
+def rasterization(op: ir.Operation) -> Rasterization | None:
+    """`op`'s `tile.rasterization`, None when it has none (assumes `rasterization_problem` found none)."""
+    if RASTERIZATION not in op.attributes:
+        return None
+    attr = ir.DictAttr(op.attributes[RASTERIZATION])
+    return Rasterization(ir.StringAttr(attr["order"]).value, ir.IntegerAttr(attr["panel"]).value)
+
+
+def rasterization_problem(op: ir.Operation) -> str | None:
+    """What is wrong with `op`'s `tile.rasterization`, or None."""
+    if RASTERIZATION not in op.attributes:
+        return None
+    attr = op.attributes[RASTERIZATION]
+    expected = (f"'{RASTERIZATION}' must be {{order = \"row\" | \"column\", panel = <positive integer>}}, "
+                f"got {attr}")
+    if not isinstance(attr, ir.DictAttr) or len(attr) != 2 or "order" not in attr or "panel" not in attr:
+        return expected
+    order, panel = attr["order"], attr["panel"]
+    if not isinstance(order, ir.StringAttr) or order.value not in RASTER_ORDERS:
+        return expected
+    if not isinstance(panel, ir.IntegerAttr) or panel.value < 1:
+        return expected
+    if len(op.operands) < 2:
+        return f"'{RASTERIZATION}' needs a grid of 2 or 3 dims, got {len(op.operands)}"
+    return None
+
+
+def set_rasterization(op: ir.Operation, value: Rasterization) -> None:
+    op.attributes[RASTERIZATION] = ir.DictAttr.get(
+        {"order": ir.StringAttr.get(value.order), "panel": _i64(value.panel)})
 
 
 def parallel(extents: list[ir.Value], *, loc=None, ip=None) -> ParallelOp:

@@ -62,13 +62,38 @@ class ControlMixin:
         block = tile.body_block(op)
         with self.scoped("kernel", node) as scope:
             indices = [Scalar(arg, INDEX) for arg in block.arguments]
-            self.kernel = KernelState(node, scope, threads, grid, tuple(extents), indices)
+            self.kernel = KernelState(node, scope, threads, grid, tuple(extents), indices, op=op.operation)
             if item.optional_vars is not None:
                 self.bind_block_indices(item.optional_vars, indices)
             with ir.InsertionPoint(block):
                 self.emit_body(node.body)
                 tile.yield_()
         self.kernel_done = True
+
+    def intrinsic_use_swizzle(self, node: ast.Call) -> None:
+        """`T.use_swizzle(panel_size, order="row", enable=True)`: the kernel's tile.rasterization."""
+        self.require_kernel("T.use_swizzle")
+        args = self.bind_call("T.use_swizzle", node, ["panel_size", "order", "enable"],
+                              defaults={"order": "row", "enable": True})
+        panel = self.compile_time_arg(args, "panel_size", int, "a compile-time integer (a Python int)")
+        if panel < 1:
+            raise KernelError(f"T.use_swizzle: panel_size must be at least 1, got {panel}", args.node_of("panel_size"))
+        order = self.compile_time_arg(args, "order", str, "'row' or 'column'")
+        if order not in tile.RASTER_ORDERS:
+            raise KernelError(f"T.use_swizzle: order must be 'row' or 'column', got {order!r}", args.node_of("order"))
+        enable = self.compile_time_arg(args, "enable", bool, "a compile-time bool")
+        kernel = self.kernel
+        if self.scope is not kernel.scope:
+            raise KernelError("T.use_swizzle must stand directly in the `with T.Kernel(...)` block, outside any "
+                              "loop or branch: it remaps the block indices of the whole kernel")
+        if kernel.swizzle is not None:
+            raise KernelError("a kernel takes one T.use_swizzle", notes=(self.note(kernel.swizzle, "the first one"),))
+        if any(any(True for _ in index.value.uses) for index in kernel.block_indices):
+            raise KernelError("T.use_swizzle must come before any use of the block indices: it remaps them for "
+                              "the whole kernel")
+        kernel.swizzle = node
+        if enable and len(kernel.grid) > 1:
+            tile.set_rasterization(kernel.op, tile.Rasterization(order, panel))
 
     def kernel_min_blocks(self, args, threads: int) -> int | None:
         if self.arg(args, "min_blocks") is None:

@@ -39,7 +39,7 @@ from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
 # Statements that end thread code: they act on whole tiles or on the whole block.
 _TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
                "gemm", "alloc_shared", "alloc_fragment", "annotate_layout", "assume", "sync_threads", "Parallel",
-               "Pipelined", "alloc_reducer", "reducer_init", "finalize_reducer"}
+               "Pipelined", "alloc_reducer", "reducer_init", "finalize_reducer", "use_swizzle"}
 _BINDINGS = {"get_thread_binding", "get_thread_bindings"}
 _HOISTED = {"alloc_shared", "alloc_fragment", "alloc_local", "alloc_var", *_BINDINGS}
 

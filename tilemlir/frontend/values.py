@@ -118,6 +118,8 @@ class KernelState:
     thread_extents: tuple = (1, 1, 1)  # threads= as (x, y, z); `threads` is their product
     block_indices: list = field(default_factory=list)
     thread_mode: bool | None = None  # T.get_thread_binding appears in the T.Kernel block (None: not yet known)
+    op: Any = None  # the tile.kernel
+    swizzle: ast.AST | None = None  # the T.use_swizzle call, once there is one
 
 
 def format_shape(shape) -> str:

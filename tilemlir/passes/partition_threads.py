@@ -6,8 +6,9 @@ kernel:
 
 - `tile.kernel` -> one `gpu.launch` (grid from the kernel's grid operands,
   unused dims 1; block `(threads, 1, 1)`); the block indices are the
-  launch's block-id arguments; `%tid = gpu.thread_id x upper_bound T` at the
-  top of the body.
+  launch's block-id arguments, or with `tile.rasterization` (T.use_swizzle)
+  the coordinates `rewriting/rasterization.py` computes from them at the top
+  of the body; `%tid = gpu.thread_id x upper_bound T` at the top of the body.
 - Each fragment -> `memref.alloca() {name, tile.layout}` of its register
   count in "local" space; shared / local buffers -> `memref.alloca` in their
   space (a shared one keeps its `tile.swizzle` and `tile.ring`).
@@ -64,12 +65,13 @@ from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space
+from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space, rasterization
 from tilemlir.dialects.tensor_core_ops import GEMM_MNK_ATTR, MMA_ATTR
 from tilemlir.ir_util import constant_int, defining_op, operation, ops_named, walk_ops
 from tilemlir.mlir import gpu, ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
+from tilemlir.rewriting.rasterization import rasterized_coordinates
 from tilemlir.rewriting.thread_builder import Builder
 
 LAYOUT_ON_ALLOCA = "tile.layout"
@@ -149,8 +151,9 @@ class _KernelPartition:
         body = launch.regions[0].blocks[0]
         terminator = ir.Operation.create("gpu.terminator", loc=kernel.location, ip=ir.InsertionPoint(body))
         kernel_block = kernel.regions[0].blocks[0]
+        coordinates = _block_coordinates(kernel, body)
         for k, arg in enumerate(kernel_block.arguments):
-            arg.replace_all_uses_with(body.arguments[k])
+            arg.replace_all_uses_with(coordinates[k])
         _move_body(kernel_block, terminator)
         kernel.erase()
         return body
@@ -237,6 +240,17 @@ def _move_body(block: ir.Block, terminator: ir.Operation) -> None:
             op.erase()
         else:
             op.move_before(terminator)
+
+
+def _block_coordinates(kernel: ir.Operation, body: ir.Block) -> list[ir.Value]:
+    """The block coordinates the kernel's region reads: the launch's block ids, remapped by the kernel's
+    `tile.rasterization` when it has one."""
+    ids = list(body.arguments)[:len(kernel.operands)]
+    raster = rasterization(kernel)
+    if raster is None:
+        return ids
+    b = Builder(ir.InsertionPoint.at_block_begin(body), kernel.location, body)
+    return rasterized_coordinates(b, raster, ids, list(kernel.operands))
 
 
 def _function_block(op: ir.Operation) -> ir.Block:

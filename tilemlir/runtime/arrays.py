@@ -12,6 +12,13 @@ CPU tensors) get an error that points at the CPU backend.
 through `__array_interface__`), for the CPU backend, which reads their bytes
 in place: a byte-swapped (big-endian) array, and a read-only one (bytes,
 a read-only mmap, `writeable=False`) the kernel writes, are `LaunchError`s.
+
+`torch_host_view(obj, name)` gives the CPU backend a torch CPU tensor's
+memory as a numpy array (no copy; a dtype numpy lacks as the unsigned
+integer of its width, with its name to view it as), and a torch tensor on a
+GPU a `LaunchError` saying to move it; `torch_from_host(array, dtype)` turns
+the backend's outputs back into tensors. torch is never imported here: a
+tensor exists only where the caller imported torch.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from tilemlir.runtime.dtypes import BY_DLPACK, DTYPES, NUMPY_ALIASES, name_from_
 PointerDevice = Callable[[int], "int | None"]
 
 _HOST_HINT = ("GPU kernels take device arrays (torch CUDA tensors, CuPy arrays, anything with "
-              "__cuda_array_interface__ or __dlpack__ on a CUDA device); to run on the CPU, compile with target='cpu'")
+              "__cuda_array_interface__ or __dlpack__ on a CUDA device); to run on the CPU, compile with target='cpu' "
+              "or set TILEMLIR_INTERPRET=1")
 _torch_dtypes: dict[Any, str] = {}
 
 
@@ -69,6 +77,41 @@ def describe_host(obj: Any, name: str = "array", written: bool = False) -> Array
             desc = desc._replace(dtype=dtype_name)
             desc = desc._replace(strides=_byte_strides(interface.get("strides"), DTYPES[dtype_name].itemsize, name))
     return desc
+
+
+def torch_host_view(obj: Any, name: str) -> tuple[Any, str] | None:
+    """(a numpy array of torch CPU tensor `obj`'s memory, its dtype name), None when `obj` is no torch
+    tensor. bfloat16 and float8 tensors come as the integers of their width (numpy has no such dtype; the
+    caller views them as its own). A tensor on another device is a LaunchError."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, torch.Tensor):
+        return None
+    if obj.device.type != "cpu":
+        raise LaunchError(f"argument {name!r}: a torch tensor on {obj.device}, but this kernel runs on the CPU "
+                          f"(target='cpu' or TILEMLIR_INTERPRET): pass {name}.cpu() and move the results back with "
+                          ".to(device)")
+    tensor = obj.detach()
+    dtype = _torch_dtype_name(tensor.dtype)
+    if dtype in DTYPES and DTYPES[dtype].typestr is None:
+        tensor = tensor.view(getattr(torch, _SAME_WIDTH_INTEGERS[DTYPES[dtype].itemsize][1]))
+    try:
+        return tensor.numpy(), dtype
+    except (TypeError, RuntimeError) as exc:  # a dtype numpy cannot hold (complex32, ...), a conjugate view
+        raise LaunchError(f"argument {name!r}: a torch tensor of dtype {tensor.dtype} the CPU target cannot read "
+                          f"({exc})") from None
+
+
+def torch_from_host(array: Any, dtype: str) -> Any:
+    """The torch tensor sharing the memory of the CPU backend's output `array` of dtype `dtype`."""
+    torch = sys.modules["torch"]
+    if DTYPES[dtype].typestr is None:
+        numpy_name, _ = _SAME_WIDTH_INTEGERS[DTYPES[dtype].itemsize]
+        return torch.from_numpy(array.view(numpy_name)).view(getattr(torch, DTYPES[dtype].torch_name))
+    return torch.from_numpy(array)
+
+
+# numpy's and torch's integer of each width that bfloat16 and float8 data travel as between them
+_SAME_WIDTH_INTEGERS = {1: ("u1", "uint8"), 2: ("i2", "int16")}
 
 
 def _check_host_bytes(interface: dict[str, Any], dtype_name: str, name: str, written: bool) -> None:

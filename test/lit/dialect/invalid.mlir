@@ -150,6 +150,39 @@ func.func @kernel_min_blocks_over_the_threads_of_a_multiprocessor(%n: index) {
 
 // -----
 
+func.func @kernel_rasterization_panel_zero(%n: index) {
+  // expected-error @+1 {{'tile.kernel' op 'tile.rasterization' must be {order = "row" | "column", panel = <positive integer>}, got {order = "row", panel = 0 : i64}}}
+  "tile.kernel"(%n, %n) ({
+  ^bb0(%bx: index, %by: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64, tile.rasterization = {order = "row", panel = 0 : i64}} : (index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @kernel_rasterization_unknown_order(%n: index) {
+  // expected-error @+1 {{'tile.kernel' op 'tile.rasterization' must be {order = "row" | "column", panel = <positive integer>}, got {order = "diagonal", panel = 8 : i64}}}
+  "tile.kernel"(%n, %n) ({
+  ^bb0(%bx: index, %by: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64, tile.rasterization = {order = "diagonal", panel = 8 : i64}} : (index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @kernel_rasterization_one_dim_grid(%n: index) {
+  // expected-error @+1 {{'tile.kernel' op 'tile.rasterization' needs a grid of 2 or 3 dims, got 1}}
+  "tile.kernel"(%n) ({
+  ^bb0(%bx: index):
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64, tile.rasterization = {order = "row", panel = 8 : i64}} : (index) -> ()
+  return
+}
+
+// -----
+
 func.func @kernel_too_many_threads(%n: index) {
   // expected-error @+1 {{'tile.kernel' op 'threads' must be in 1..1024, got 2048}}
   "tile.kernel"(%n) ({

@@ -197,3 +197,31 @@ func.func @pick(%Y: memref<1xf32>, %k: index) attributes {tile.entry} {
   }) {threads = 32 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+// tile.rasterization (T.use_swizzle): the block loops' indices feed the remap of rewriting/rasterization.py,
+// as on the GPU, and the body reads its coordinates (here a 5 x 3 grid in panels of 2 rows).
+// CHECK-LABEL: func.func @rasterized(
+// CHECK: scf.for %[[BX:.+]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT: scf.for %[[BY:.+]] = %c0 to %c3 step %c1 {
+// CHECK: %[[YX:.+]] = arith.muli %[[BY]], %c5 : index
+// CHECK: %[[ID:.+]] = arith.addi %[[BX]], %[[YX]] : index
+// CHECK: %[[PANEL:.+]] = arith.divui %[[ID]], %c10 : index
+// CHECK: %[[MIRROR:.+]] = arith.subi %c4, %[[STEP:.+]] : index
+// CHECK-NEXT: %[[X:.+]] = arith.select %{{.+}}, %[[MIRROR]], %[[STEP]] : index
+// CHECK-NEXT: %[[BASE:.+]] = arith.muli %[[PANEL]], %c2 : index
+// CHECK: %[[Y:.+]] = arith.addi %{{.+}}, %[[BASE]] : index
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %{{.+}}, %arg0[%[[Y]], %[[X]]] : memref<3x5xi32>
+func.func @rasterized(%out: memref<3x5xi32>) attributes {tile.entry} {
+  %c5 = arith.constant 5 : index
+  %c3 = arith.constant 3 : index
+  "tile.kernel"(%c5, %c3) ({
+  ^bb0(%bx: index, %by: index):
+    %one = arith.constant 1 : i32
+    memref.store %one, %out[%by, %bx] : memref<3x5xi32>
+    "tile.yield"() : () -> ()
+  }) {threads = 32 : i64, tile.rasterization = {order = "row", panel = 2 : i64}} : (index, index) -> ()
+  return
+}

@@ -1,7 +1,7 @@
 """`build` and `CpuKernel`: a tile-level or thread-level kernel made callable on numpy arrays.
 
     kernel = build(module, signature, level="tile")   # or level="thread"
-    y = kernel(x, w, 1e-6)                            # numpy arrays (ml_dtypes for bf16/fp8)
+    y = kernel(x, w, 1e-6)                            # numpy arrays (ml_dtypes for bf16/fp8) or torch CPU tensors
 
 A call checks its arguments with the GPU runtime's `ArgumentBinder` (same
 `LaunchError`s: count, dtype, rank, shapes and symbols, contiguity,
@@ -9,7 +9,9 @@ alignment, scalar ranges, `T.assume` facts) and `describe_host` (no
 byte-swapped arrays, no read-only arrays the kernel writes), allocates the `out_idx`
 outputs (filled with NaN, or the lowest signed / highest unsigned integer,
 so unwritten elements show), runs the JIT-compiled function and returns the outputs (one array,
-a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`.
+a tuple of several, or None), like `tilemlir.runtime.CompiledKernel`. Torch
+CPU tensors are read and written in place (`runtime.arrays.torch_host_view`),
+and then the outputs are torch tensors too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tilemlir.frontend.info import KernelInfo
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import cpu_thread_pipeline, cpu_tile_pipeline
-from tilemlir.runtime.arrays import describe_host
+from tilemlir.runtime.arrays import describe_host, torch_from_host, torch_host_view
 from tilemlir.runtime.checks import HOST, ArgumentBinder
 from tilemlir.runtime.signature import KernelSignature, SignatureError, TensorParam
 
@@ -142,10 +144,13 @@ class CpuKernel:
     def __repr__(self) -> str:
         return f"<CpuKernel {self.name} ({self.level} level)>"
 
-    def __call__(self, *args):
+    def __call__(self, *args, stream=None):
+        """Run on `args`. `stream` is accepted so a call written for the GPU runs unchanged (the CPU runs
+        each call to its end). With a torch tensor among the arguments the outputs are torch tensors."""
         binder = self._binder
         binder.check_count(args)
         params = self.signature.params
+        args, torch_given = self._host_arrays(args)
         values = [describe_host(a, params[i].name, params[i].written) if isinstance(params[i], TensorParam) else a
                   for i, a in zip(self._inputs, args)]
         env = binder.bind(values, HOST)
@@ -158,8 +163,21 @@ class CpuKernel:
         self._run(call_args)
         if not outputs:
             return None
-        arrays = tuple(outputs[i] for i in self.signature.out_idx)
+        arrays = tuple(torch_from_host(outputs[i], params[i].dtype) if torch_given else outputs[i]
+                       for i in self.signature.out_idx)
         return arrays[0] if len(arrays) == 1 else arrays
+
+    def _host_arrays(self, args: tuple) -> tuple[tuple, bool]:
+        """`args` with each torch CPU tensor as a numpy array of its memory, and whether there was one."""
+        params = self.signature.params
+        arrays, torch_given = [], False
+        for index, value in zip(self._inputs, args):
+            view = torch_host_view(value, params[index].name) if isinstance(params[index], TensorParam) else None
+            if view is not None:
+                array, dtype = view
+                value, torch_given = array.view(NUMPY_DTYPES.get(dtype, array.dtype)), True
+            arrays.append(value)
+        return tuple(arrays), torch_given
 
     def _run(self, call_args: list) -> None:
         if self.debug_sites is None:

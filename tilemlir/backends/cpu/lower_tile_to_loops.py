@@ -5,8 +5,10 @@ Takes tile-level IR (what the frontend emits: `tile.kernel`, `tile.parallel`,
 upstream `scf/memref/arith/math` with no memory spaces, which the CPU
 backend JIT-compiles:
 
-- the grid becomes a `scf.for` nest over block indices; `tile.parallel` and
-  `tile.pipelined` become `scf.for` nests (parallel points run in order);
+- the grid becomes a `scf.for` nest over block indices, remapped by the
+  kernel's `tile.rasterization` as partition-threads does
+  (`rewriting/rasterization.py`); `tile.parallel` and `tile.pipelined`
+  become `scf.for` nests (parallel points run in order);
 - `tile.copy/fill/reduce/gemm/atomic_add` become their loop nests
   (`tilemlir.backends.cpu.tile_ops`);
 - global reads that may be out of range read their padding
@@ -34,10 +36,12 @@ from tilemlir.analysis.padding import PAD_ATTR, padding_attr
 from tilemlir.backends.cpu import buffers, checks, debug_calls, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects.tile import memory_space
+from tilemlir.dialects.tile import memory_space, rasterization
 from tilemlir.ir_util import enclosing, ops_named
 from tilemlir.mlir import arith, ir
 from tilemlir.pass_infra.registry import register_pass
+from tilemlir.rewriting.rasterization import rasterized_coordinates
+from tilemlir.rewriting.thread_builder import Builder
 
 _ALLOCS = ("tile.alloc_shared", "tile.alloc_fragment", "tile.alloc_local")
 # One block's points run in order here: a pipeline's barrier and cp.async groups order nothing more
@@ -61,6 +65,7 @@ def run(module: ir.Operation, options) -> None:
 def _lower_kernel(kernel: ir.Operation, checker: checks.Checker) -> None:
     function = buffers.enclosing_function(kernel)
     _record_padding(kernel)
+    _rasterize(kernel)
     debug_calls.lower_debug_ops(kernel, function, list(kernel.regions[0].blocks[0].arguments), None)
     element_accesses = [op for op in ops_named(kernel, "memref.load", "memref.store") if _touches_global(op)]
     for op in ops_named(function, "tile.assume", *_SYNCHRONIZATION):
@@ -93,6 +98,21 @@ def _record_padding(kernel: ir.Operation) -> None:
             op.attributes[PAD_ATTR] = padding_attr(op)
         except ValueError as exc:
             raise diag.error(op, f"cannot decide the padding of this read: {exc}") from None
+
+
+def _rasterize(kernel: ir.Operation) -> None:
+    """With `tile.rasterization`, the body reads the remapped block coordinates instead of the loop's."""
+    raster = rasterization(kernel)
+    if raster is None:
+        return
+    body = kernel.regions[0].blocks[0]
+    ids = list(body.arguments)
+    count = len(body.operations)
+    b = Builder(ir.InsertionPoint.at_block_begin(body), kernel.location, body)
+    coordinates = rasterized_coordinates(b, raster, ids, list(kernel.operands))
+    remap = [op.operation for op in list(body.operations)[:len(body.operations) - count]]
+    for arg, coordinate in zip(ids, coordinates):
+        arg.replace_all_uses_except(coordinate, remap)
 
 
 def _inside(op: ir.Operation, name: str) -> bool:
