@@ -379,6 +379,8 @@ class JitFunction:
 
     @_user_facing
     def __call__(self, *args, **kwargs):
+        """A factory's compiled `Kernel` for these compile-time values; a kernel's launch on these arrays (compiled
+        on first use); an eager function's outputs (specialized and compiled for these arguments)."""
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
         if self.kind == "eager":
@@ -462,6 +464,7 @@ class Kernel:
 
     @property
     def target(self) -> str:
+        """"cuda" or "cpu"."""
         return "cuda" if isinstance(self.options, CudaOptions) else "cpu"
 
     @property
@@ -471,6 +474,7 @@ class Kernel:
 
     @property
     def info(self) -> KernelInfo:
+        """The frontend's signature (`tilemlir.frontend.info.KernelInfo`): parameters, symbols, grid, threads."""
         return self._frontend.info
 
     @property
@@ -480,10 +484,12 @@ class Kernel:
 
     @property
     def name(self) -> str:
+        """The kernel's name: its `def`'s."""
         return self.signature.name
 
     @_user_facing
     def ir(self, stage: str = FRONTEND, debuginfo: bool = False) -> str:
+        """The IR text after `stage` ("frontend", "thread" or "final"), as `tilemlir.lower` gives it."""
         _check_stage(stage)
         if stage == FRONTEND:
             return self._frontend.ir(debuginfo)
@@ -496,6 +502,7 @@ class Kernel:
         return _driver().lower_module(self._frontend.module(), stage)
 
     def __call__(self, *args, **kwargs):
+        """Launch on the inputs (the parameters not in `out_idx`, in order); returns the outputs."""
         try:
             return self.compiled(*args, **kwargs)
         except (LaunchError, DeviceAssertionError) as exc:  # inline, not @_user_facing: a launch is on the hot path
@@ -506,14 +513,17 @@ class Kernel:
     # CUDA kernels.
 
     def cuda_source(self) -> str:
+        """The CUDA C++ source NVRTC compiled (CUDA kernels)."""
         return self._cuda("cuda_source").cuda_source()
 
     @property
     def cubin(self) -> bytes:
+        """The compiled cubin (CUDA kernels)."""
         return self._cuda("cubin").cubin
 
     @property
     def arch(self) -> str:
+        """The arch the cubin is for, e.g. "sm_90a" (CUDA kernels)."""
         return self._cuda("arch").arch
 
     @property
@@ -538,6 +548,7 @@ class Kernel:
 
     @property
     def level(self) -> str:
+        """"tile" or "thread": what the CPU kernel runs (CPU kernels)."""
         return self._cpu("level").level
 
     @property

@@ -32,7 +32,8 @@ FLOORS = [
     ("driver", ["tilemlir.driver", "tilemlir.tools"]),
     ("api", ["tilemlir.api", "tilemlir.source_cache"]),
     # Programs on top of the api: `python -m tilemlir.frontend FILE` finds a file's jit functions.
-    ("api users", ["tilemlir.kernels", "tilemlir.autotuner", "tilemlir.tools.demo", "tilemlir.frontend.__main__"]),
+    ("api users", ["tilemlir.kernels", "tilemlir.autotuner", "tilemlir.tools.demo", "tilemlir.tools.api_reference",
+                   "tilemlir.frontend.__main__"]),
 ]
 OWN_ORDER = ("tilemlir.runtime", "tilemlir.emit_cuda")
 
