@@ -11,6 +11,8 @@ from tilemlir.runtime.fastpath import SLOW
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
 torch = pytest.importorskip("torch")
+if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # the fast path reads CUDA torch's current stream
+    pytest.skip("needs a CUDA build of torch (this one is CPU-only)", allow_module_level=True)
 
 from test_runtime_fastpath import CONTEXT, FakeDriver  # noqa: E402  (after the skip: it needs no torch)
 
