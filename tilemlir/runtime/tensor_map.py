@@ -31,6 +31,12 @@ from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.signature import TensorMapParam
 
+# The kernel parameter's C++ type where cuda.h is not included (NVRTC has no cuda.h); the same layout.
+TENSOR_MAP_DECLARATION = """\
+#ifndef __cuda_cuda_h__
+typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;
+#endif"""
+
 MAP_BYTES = 128  # sizeof(CUtensorMap)
 MAP_ALIGN = 64  # the alignment cuTensorMapEncodeTiled needs of the map it writes
 GLOBAL_ALIGN = 16  # of the data pointer, without interleave
