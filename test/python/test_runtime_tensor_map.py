@@ -307,8 +307,8 @@ def test_every_launch_passes_each_map_by_value_and_repeats_encode_nothing(map_ke
     a_map = expected_map(encode_arguments(kernel.signature.tensor_maps[0], a.data_ptr(), (300, 72)))
     for launch, out in zip(fake_driver.launches, (c, c2, c3)):
         c_map = expected_map(encode_arguments(kernel.signature.tensor_maps[1], out.data_ptr(), (300, 256)))
-        assert launch["params"] == dict(A=a.data_ptr(), A_map=a_map, B=b.data_ptr(), alpha=0.5, C_map=c_map, C=out.data_ptr(),
-                                        M=300, K=72)
+        assert launch["params"] == dict(A=a.data_ptr(), A_map=a_map, B=b.data_ptr(), alpha=0.5, C_map=c_map,
+                                        C=out.data_ptr(), M=300, K=72)
         assert launch["grid"] == (3, 2, 1)
     # A's map once; C's once per fresh output (a new pointer each time)
     assert [args.address for _, args in encoder.calls] == [a.data_ptr(), c.data_ptr(), c2.data_ptr(), c3.data_ptr()]
@@ -486,6 +486,7 @@ def test_the_host_launcher_encodes_each_map_from_its_tensor():
             "  const cuuint32_t box_A_map[] = {64, 64};\n"
             '  CUtensorMap map_A_map = encode_map("A_map", (CUtensorMapDataType)9, 2, arg_A, dims_A_map, '
             "strides_A_map, box_A_map, (CUtensorMapSwizzle)3, (CUtensorMapL2promotion)3);") in source
-    assert "gemm<<<grid, block, shared>>>(arg_A, map_A_map, arg_B, arg_alpha, map_C_map, arg_C, sym_M, sym_K);" in source
+    launch = "gemm<<<grid, block, shared>>>(arg_A, map_A_map, arg_B, arg_alpha, map_C_map, arg_C, sym_M, sym_K);"
+    assert launch in source
     assert source.index("void* arg_C = ") < source.index("CUtensorMap map_C_map = encode_map")
     assert "cuda.h" not in host_launcher_source(fastpath_fakes.add_signature())

@@ -195,7 +195,8 @@ def fast_call_source(signature: KernelSignature, native: bool = False) -> str:
     outputs = {sig.params[i].name for i in sig.out_idx}
     lines += _map_lookups(sig, [m for m in sig.tensor_maps if m.tensor not in outputs], outputs)
     for p in (sig.params[i] for i in sig.out_idx):
-        lines.append(f"    o_{p.name} = empty({', '.join(_dims(p)) or '()'}, dtype=dtype_{p.name}, device=torch_device)")
+        dims = ", ".join(_dims(p)) or "()"
+        lines.append(f"    o_{p.name} = empty({dims}, dtype=dtype_{p.name}, device=torch_device)")
     lines += _map_lookups(sig, [m for m in sig.tensor_maps if m.tensor in outputs], outputs)
     stream = "raw_stream(device) if stream is None else stream_handle(stream)"
     config = f"{', '.join(grid)}, {', '.join(str(b) for b in sig.block)}, {shared}"

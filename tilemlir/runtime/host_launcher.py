@@ -126,7 +126,8 @@ def host_launcher_source(sig: KernelSignature) -> str:
     libraries = " -lcuda" if sig.tensor_maps else ""
     lines = [
         f"// Standalone launcher for the tilemlir kernel `{sig.name}` (generated; see signature.json).",
-        f"// Build: nvcc -gencode=arch=compute_90a,code=sm_90a {sig.name}.cu {sig.name}_host.cu -o {sig.name}{libraries}",
+        f"// Build: nvcc -gencode=arch=compute_90a,code=sm_90a {sig.name}.cu {sig.name}_host.cu -o {sig.name}"
+        f"{libraries}",
         f"// Run:   ./{sig.name} {usage}",
         _PRELUDE + (_MAP_HELPER if sig.tensor_maps else ""),
         f'extern "C" __global__ void {sig.name}({decl});',
@@ -197,13 +198,15 @@ def _map_lines(m: TensorMapParam, tensor: TensorParam, rename: dict[str, str]) -
         stride = f"{stride} * {dim}"
         strides.append(stride)
     box = ", ".join(str(b) for b in reversed(m.box))
+    enums = (f"(CUtensorMapDataType){tensor_map.DATA_TYPES[m.dtype]}",
+             f"(CUtensorMapSwizzle){tensor_map.SWIZZLES[m.swizzle]}",
+             f"(CUtensorMapL2promotion){tensor_map.L2_PROMOTIONS[m.l2_promotion]}")
     return [
         f"  const cuuint64_t dims_{m.name}[] = {{{', '.join(dims)}}};",
         f"  const cuuint64_t strides_{m.name}[] = {{{', '.join(strides) or '0'}}};",
         f"  const cuuint32_t box_{m.name}[] = {{{box}}};",
-        f'  CUtensorMap {rename[m.name]} = encode_map("{m.name}", (CUtensorMapDataType){tensor_map.DATA_TYPES[m.dtype]}, '
-        f"{m.rank}, arg_{m.tensor}, dims_{m.name}, strides_{m.name}, box_{m.name}, "
-        f"(CUtensorMapSwizzle){tensor_map.SWIZZLES[m.swizzle]}, (CUtensorMapL2promotion){tensor_map.L2_PROMOTIONS[m.l2_promotion]});",
+        f'  CUtensorMap {rename[m.name]} = encode_map("{m.name}", {enums[0]}, {m.rank}, arg_{m.tensor}, '
+        f"dims_{m.name}, strides_{m.name}, box_{m.name}, {enums[1]}, {enums[2]});",
     ]
 
 

@@ -16,6 +16,11 @@ ctypes without a C compiler). Anything
 it does not handle, every failing check included, falls through to the
 general path below, which raises the LaunchError.
 
+A signature's tensor maps are encoded at each launch from their tensors'
+arguments (`tensor_map.TensorMapCache`, one per map, shared with the Python
+fast path; the C call plan keeps its own), after the checks and before the
+launch, so a tensor TMA cannot describe is a LaunchError naming the map.
+
 The kernel only launches: the builder (builder.py) makes every kernel and
 hands it the functions that `with_cuda_source` and `export` call, so this
 module imports nothing that makes or stores kernels.
