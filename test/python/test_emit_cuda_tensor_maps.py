@@ -30,7 +30,7 @@ def test_tensor_maps_become_grid_constant_parameters_and_signature_entries():
     source = emitted.source
     assert ("    __nv_bfloat16* __restrict__ Y,\n    const __grid_constant__ CUtensorMap X_map,\n"
             "    const __grid_constant__ CUtensorMap int1,\n    int M) {") in source  # a C keyword is renamed
-    assert "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;" in source
+    assert "typedef struct CUtensorMap_st { alignas(128) unsigned long long opaque[16]; } CUtensorMap;" in source
     assert source.index("CUtensorMap_st") < source.index('extern "C"')
     check_declaration(source, sig, "the emitted source")
     compiles(emitted)

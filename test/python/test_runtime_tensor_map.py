@@ -184,7 +184,7 @@ ENCODE = ctypes.CFUNCTYPE(ctypes.c_int, *tensor_map.ENCODE_ARGTYPES)
 
 class FakeEncoder:
     """cuTensorMapEncodeTiled as a C callback: records its decoded arguments and writes
-    (MARK, address, dims..., swizzle) into the map it is given, which must be 64-byte aligned."""
+    (MARK, address, dims..., swizzle) into the map it is given, whose offset from 128-byte alignment it records."""
 
     def __init__(self):
         self.calls, self.code = [], 0
@@ -197,7 +197,7 @@ class FakeEncoder:
         args = EncodeArguments(data_type, rank, address or 0, read(dims, ctypes.c_uint64, rank),
                                read(strides, ctypes.c_uint64, rank - 1), read(box, ctypes.c_uint32, rank),
                                read(element_strides, ctypes.c_uint32, rank), interleave, swizzle, l2, oob)
-        self.calls.append((out % 64, args))
+        self.calls.append((out % 128, args))
         if not self.code:
             ctypes.memmove(out, expected_map(args), 128)
         return self.code
@@ -221,7 +221,7 @@ def test_the_cache_encodes_once_per_pointer_and_shape():
     encoder = FakeEncoder()
     cache = TensorMapCache(gemm_signature().tensor_maps[0], driver_encode(encoder.function), capacity=2)
     first = cache.get(0x7000, (300, 72))
-    assert first.address % 64 == 0 and first.raw() == expected_map(encode_arguments(cache.tmap, 0x7000, (300, 72)))
+    assert first.address % 128 == 0 and first.raw() == expected_map(encode_arguments(cache.tmap, 0x7000, (300, 72)))
     assert cache.get(0x7000, (300, 72)) is first and cache.lookup(0x7000, (300, 72)) is first
     assert cache.encodes == 1 and len(encoder.calls) == 1
     other_pointer = cache.get(0x8000, (300, 72))
@@ -263,7 +263,7 @@ class MapDriver(fastpath_fakes.FakeDriver):
         for slot, name in zip((ctypes.c_void_p * len(sig.cuda_params)).from_address(address), sig.cuda_params):
             p = params.get(name)
             if name in maps:
-                assert slot % 64 == 0
+                assert slot % 128 == 0
                 values[name] = ctypes.string_at(slot, 128)
             elif isinstance(p, TensorParam):
                 values[name] = ctypes.c_void_p.from_address(slot).value
@@ -360,7 +360,7 @@ class PlanDriver:
         values = {}
         for i, (name, ctype) in enumerate(self.inner.types):
             if name in self.maps:
-                assert params[i] % 64 == 0
+                assert params[i] % 128 == 0
                 values[name] = (ctypes.string_at(params[i], 128), params[i])
             else:
                 values[name] = ctype.from_address(params[i]).value

@@ -101,7 +101,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
 #define MAX_MAP_RANK 5
 #define MAP_CACHE 8     /* encoded maps kept per tensor map */
 #define MAP_BYTES 128   /* sizeof(CUtensorMap) */
-#define MAP_ALIGN 64
+#define MAP_ALIGN 128  /* as tensor_map.MAP_ALIGN */
 #define MAX_ENV 64
 #define MAX_CONTEXTS 16
 #define MAX_STACK 32

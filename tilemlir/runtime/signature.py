@@ -45,7 +45,7 @@ overlap is then rejected).
 
 A ``tensor_maps`` entry is one more CUDA parameter, named in ``cuda_params``
 by its ``name`` (which shares the namespace of params and symbols): a
-``const __grid_constant__ CUtensorMap`` (128 bytes, 64-byte aligned) that
+``const __grid_constant__ CUtensorMap`` (128 bytes, 128-byte aligned) that
 the runtime encodes with ``cuTensorMapEncodeTiled`` at each launch from the
 argument of tensor param ``tensor`` (an input or an output): its data
 pointer, its shape and its C-contiguous byte strides, with the entry's box,

@@ -4,7 +4,7 @@ A signature's `tensor_maps` entry (`TensorMapParam`) is a ``const __grid_constan
 kernel parameter derived from one tensor argument. At launch the runtime encodes it from that
 argument's data pointer and shape (arguments are C-contiguous, checked before, so the byte strides
 follow from the shape) with the entry's box, swizzle and L2 promotion, and passes the 128 bytes by
-value (`cuLaunchKernel` copies them from a 64-byte aligned host buffer at the call).
+value (`cuLaunchKernel` copies them from a 128-byte aligned host buffer at the call).
 
 The driver lists dims innermost first: a row-major tensor of shape (d0, ..., dn-1) and a box
 (b0, ..., bn-1) are encoded as globalDim (dn-1, ..., d0), boxDim (bn-1, ..., b0), and globalStrides
@@ -31,14 +31,15 @@ from tilemlir.diagnostics import LaunchError
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.signature import TensorMapParam
 
-# The kernel parameter's C++ type where cuda.h is not included (NVRTC has no cuda.h); the same layout.
+# The kernel parameter's C++ type where cuda.h is not included (NVRTC has no cuda.h): cuda.h's layout
+# (CUDA 13 aligns it to 128 bytes, CUDA 12 to 64; the kernel's parameter offsets come from the cubin).
 TENSOR_MAP_DECLARATION = """\
 #ifndef __cuda_cuda_h__
-typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; } CUtensorMap;
+typedef struct CUtensorMap_st { alignas(128) unsigned long long opaque[16]; } CUtensorMap;
 #endif"""
 
 MAP_BYTES = 128  # sizeof(CUtensorMap)
-MAP_ALIGN = 64  # the alignment cuTensorMapEncodeTiled needs of the map it writes
+MAP_ALIGN = 128  # of an encoded map in host memory: cuTensorMapEncodeTiled asks 64, cuda.h's type has 128
 GLOBAL_ALIGN = 16  # of the data pointer, without interleave
 STRIDE_MULTIPLE = 16
 MAX_DIM = 2**31
@@ -138,7 +139,7 @@ def driver_encode(encode_tiled: Any) -> Encode:
 
 
 class EncodedMap:
-    """One encoded CUtensorMap in a 64-byte aligned host buffer; `address` is valid while this object lives."""
+    """One encoded CUtensorMap in a MAP_ALIGN-aligned host buffer; `address` is valid while this object lives."""
 
     __slots__ = ("_buffer", "address")
 
