@@ -724,7 +724,7 @@ def test_read_spec_rejects_truncated_specs_and_trailing_words(ext, provider):
 
 
 @pytest.mark.parametrize("index, value", [
-    (0, 2),  # spec version
+    (0, 1), (0, 3),  # spec version
     (1, 0),  # device type
     (5, 65),  # symbols
     (6, 16),  # symbol bits

@@ -30,6 +30,7 @@ from tilemlir.emit_cuda.tensor_cores import TensorCoreStatements
 from tilemlir.emit_cuda.warpgroup import WarpgroupStatements
 from tilemlir.emit_cuda.vectors import VectorStatements
 from tilemlir.mlir import ir
+from tilemlir.runtime.tensor_map import TENSOR_MAP_DECLARATION
 
 MAX_FULL_UNROLL = 256
 # A loop that does not index registers is still unrolled when the copies stay this small.
@@ -52,7 +53,8 @@ class KernelEmitter:
         self.plan = InlinePlan(kernel.func)
         self.scalar = ScalarOps(self.types, self.signs, self.prelude, fast_math)
         self.function_name = self.identifiers.kernel_name(kernel.name)
-        self.c_names = {name: self.identifiers.fresh_global(name) for name in (*kernel.arg_names, *kernel.symbols)}
+        self.c_names = {name: self.identifiers.fresh_global(name)
+                        for name in (*kernel.arg_names, *kernel.symbols, *(m.name for m in kernel.tensor_maps))}
         self.memory = Memory(kernel, self.types, self.identifiers, self.c_names)
         self.value_names = ValueNames(self.memory)
         self.exprs: dict[ir.Value, CExpr] = {}
@@ -92,6 +94,9 @@ class KernelEmitter:
                 params.append(self.memory.parameter(arg))
             else:
                 params.append(f"{self.c_type(arg.type, self.kernel.func)} {self.c_names[name]}")
+        if self.kernel.tensor_maps:
+            self.prelude.helper_text("CUtensorMap", TENSOR_MAP_DECLARATION)
+            params += [f"const __grid_constant__ CUtensorMap {self.c_names[m.name]}" for m in self.kernel.tensor_maps]
         params += [f"{self.types.index} {self.c_names[s]}" for s in self.kernel.symbols]
         bounds = f"{self.kernel.threads}, {self.kernel.min_blocks}" if self.kernel.min_blocks else f"{self.kernel.threads}"
         head = f'extern "C" __global__ void __launch_bounds__({bounds}) {self.function_name}('

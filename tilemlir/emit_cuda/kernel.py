@@ -1,9 +1,10 @@
 """Find the kernel in a thread-level module: the `tile.entry` function, its one `gpu.launch`,
-and the facts docs/ir.md puts on the function (Python names, symbolic shapes, assumes)."""
+and the facts docs/ir.md puts on the function (Python names, symbolic shapes, assumes, tensor maps)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tilemlir.analysis.kernel_abi import Dim, KernelABI, read_kernel_abi, tensor_shape
 from tilemlir.diagnostics.reporting import error
@@ -11,6 +12,20 @@ from tilemlir.dialects.tile import MAX_MIN_BLOCKS, MIN_BLOCKS, memory_space
 from tilemlir.emit_cuda import irutil
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
+
+
+TENSOR_MAPS = "tile.tensor_maps"
+
+
+class TensorMapAttr(NamedTuple):
+    """One entry of the entry function's `tile.tensor_maps`: a CUtensorMap kernel parameter `name` of
+    tensor argument `tensor` (the runtime's TensorMapParam less the dtype, which is the tensor's)."""
+
+    tensor: str
+    name: str
+    box: tuple[int, ...]
+    swizzle: int
+    l2_promotion: int
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,7 @@ class KernelIR:
     block: tuple[int, int, int]
     out_idx: tuple[int, ...]
     min_blocks: int | None  # resident blocks per multiprocessor asked for (tile.min_blocks)
+    tensor_maps: tuple[TensorMapAttr, ...] = ()  # parameters after the arguments, before the symbols
 
     @property
     def args(self) -> list[ir.BlockArgument]:
@@ -62,7 +78,33 @@ def find_kernel(module: ir.Operation) -> KernelIR:
         block=_block_size(launch),
         out_idx=abi.out_idx,
         min_blocks=_min_blocks(launch),
+        tensor_maps=_tensor_maps(abi.function),
     )
+
+
+def _tensor_maps(func: ir.Operation) -> tuple[TensorMapAttr, ...]:
+    """`tile.tensor_maps`: an array of {tensor = "A", name = "A_map", box = array<i64: 64, 64>,
+    swizzle = 128 : i64, l2_promotion = 256 : i64} (swizzle and l2_promotion default to 0); the
+    signature validates the values."""
+    if TENSOR_MAPS not in func.attributes:
+        return ()
+    attr = func.attributes[TENSOR_MAPS]
+    problem = f"'{TENSOR_MAPS}' must be an array of dictionaries with string 'tensor' and 'name', an i64 array " \
+              "'box' and optional integer 'swizzle' and 'l2_promotion'"
+    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.DictAttr) for a in attr):
+        raise error(func, f"{problem}, got {attr}")
+    maps = []
+    for entry in attr:
+        keys = {entry[i].name for i in range(len(entry))}
+        if not {"tensor", "name", "box"} <= keys <= {"tensor", "name", "box", "swizzle", "l2_promotion"} \
+                or not all(isinstance(entry[k], ir.StringAttr) for k in ("tensor", "name")) \
+                or not isinstance(entry["box"], ir.DenseI64ArrayAttr) \
+                or not all(isinstance(entry[k], ir.IntegerAttr) for k in ("swizzle", "l2_promotion") if k in keys):
+            raise error(func, f"{problem}, got {entry}")
+        setting = lambda key: entry[key].value if key in keys else 0  # noqa: E731
+        maps.append(TensorMapAttr(entry["tensor"].value, entry["name"].value, tuple(entry["box"]),
+                                  setting("swizzle"), setting("l2_promotion")))
+    return tuple(maps)
 
 
 def _the_launch(func: ir.Operation) -> ir.Operation:

@@ -19,6 +19,7 @@ _EXPORTS = {
     "KernelSignature": "tilemlir.runtime.signature",
     "TensorParam": "tilemlir.runtime.signature",
     "ScalarParam": "tilemlir.runtime.signature",
+    "TensorMapParam": "tilemlir.runtime.signature",
     "SignatureError": "tilemlir.runtime.signature",
     "CompiledKernel": "tilemlir.runtime.kernel",
     "build": "tilemlir.runtime.builder",

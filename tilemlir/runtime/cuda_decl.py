@@ -2,7 +2,8 @@
 
 `build` launches a kernel with the parameter block its signature describes
 (signature.py: a tensor is a pointer, a scalar its dtype's C++ type, a
-symbol ``long long`` or ``int``), so a hand-edited source (a
+symbol ``long long`` or ``int``, a tensor map a ``const __grid_constant__
+CUtensorMap``), so a hand-edited source (a
 ``TILEMLIR_CUDA_OVERRIDE`` file, `with_cuda_source`, `runtime.build`) must
 declare that function with exactly those parameters. `check_declaration`
 reads every declaration of the function (comments, strings and preprocessor
@@ -10,7 +11,9 @@ lines aside) and compares the parameters at the level the ABI sees: their
 count and order; pointer for a tensor, a value for a scalar or symbol; a
 floating-point type exactly (``half`` is not ``__nv_bfloat16``), an integer
 type by its size (signedness and ``bool``/``char`` are free, as in the
-generated code). Parameter names are free; a type it does not know (a
+generated code), a tensor map as ``CUtensorMap`` (or ``CUtensorMap_st``)
+declared ``__grid_constant__`` (a copy of it in local memory is no address
+TMA can read). Parameter names are free; a type it does not know (a
 vector type such as ``float4``, ``void``, a typedef) is taken as written.
 """
 
@@ -32,6 +35,8 @@ _BUILTIN = {"void", "bool", "char", "short", "int", "long", "signed", "unsigned"
 _FLOATS = {"float": "float32", "double": "float64", "half": "float16", "__half": "float16",
            "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "float8_e4m3",
            "__nv_fp8_e5m2": "float8_e5m2"}
+_TENSOR_MAP_TYPES = {"CUtensorMap", "CUtensorMap_st"}
+_TENSOR_MAP = ("tensor map", 128)
 _NAMED_INTS = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4, "int64_t": 8,
                "uint64_t": 8, "size_t": 8, "ptrdiff_t": 8, "intptr_t": 8, "uintptr_t": 8}
 
@@ -44,6 +49,7 @@ class _Declared:
         stripped = re.sub(r"__align__\s*\([^)]*\)", " ", self.text)
         self.pointers = stripped.count("*") + stripped.count("[")
         self.reference = "&" in stripped
+        self.grid_constant = "__grid_constant__" in re.findall(r"\w+", stripped)
         words = [w for w in re.findall(r"[A-Za-z_]\w*", stripped) if w not in _QUALIFIERS]
         if len(words) >= 2 and words[-1] not in _BUILTIN:
             words = words[:-1]  # the parameter's name
@@ -51,6 +57,8 @@ class _Declared:
 
 
 def _type_class(words: list[str]) -> tuple[str, object] | None:
+    if len(words) == 1 and words[0] in _TENSOR_MAP_TYPES:
+        return _TENSOR_MAP
     if len(words) == 1 and words[0] in _FLOATS:
         return ("float", _FLOATS[words[0]])
     if len(words) == 1 and words[0] in _NAMED_INTS:
@@ -75,10 +83,15 @@ class _Param(NamedTuple):
 
 def _expected(signature: KernelSignature) -> list[_Param]:
     params = {p.name: p for p in signature.params}
+    maps = {m.name for m in signature.tensor_maps}
     index = "int" if signature.index_bits == 32 else "long long"
     result = []
     for name in signature.cuda_params:
         param = params.get(name)
+        if name in maps:
+            result.append(_Param(f"const __grid_constant__ CUtensorMap {name}", f"tensor map {name}", _TENSOR_MAP,
+                                 False))
+            continue
         if param is None:
             result.append(_Param(f"{index} {name}", f"symbol {name}", ("int", signature.index_bits // 8), False))
             continue
@@ -113,7 +126,8 @@ def _mismatch(declared: list[_Declared], expected: list[_Param]) -> str | None:
         wrong = ("a reference" if param.reference else
                  "not a pointer" if want.pointer and param.pointers != 1 else
                  "a pointer" if not want.pointer and param.pointers else
-                 "another type" if param.kind is not None and param.kind != want.kind else None)
+                 "another type" if param.kind is not None and param.kind != want.kind else
+                 "not __grid_constant__" if want.kind == _TENSOR_MAP and not param.grid_constant else None)
         if wrong is not None:
             return f"parameter {position} is the {want.what} (`{want.decl}`), declared `{param.text}`: {wrong}"
     return None

@@ -22,6 +22,7 @@ from typing import Any, Callable, NamedTuple
 from tilemlir.diagnostics import LaunchError
 from tilemlir.hardware import MAX_STATIC_SHARED_BYTES
 from tilemlir.runtime.checks import HOST
+from tilemlir.runtime.tensor_map import ENCODE_ARGTYPES
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -121,6 +122,8 @@ class RawDriver(NamedTuple):
     get_context: Callable[..., int]  # cuCtxGetCurrent(byref(c_void_p))
     launch: Callable[..., int]  # cuLaunchKernel(c_void_p function, gx, gy, gz, bx, by, bz, shared,
     #                             c_void_p stream, c_void_p params, None)
+    encode_tiled: Callable[..., int] | None = None  # cuTensorMapEncodeTiled, with tensor_map.ENCODE_ARGTYPES;
+    #                                                 None: a driver older than CUDA 12 (no TMA)
 
 
 _raw: RawDriver | None = None
@@ -134,8 +137,16 @@ def raw() -> RawDriver:
             library = ctypes.CDLL("libcuda.so.1")
         except OSError as exc:
             raise LaunchError(f"cannot load libcuda.so.1 through ctypes: {exc}") from None
-        _raw = RawDriver(library.cuCtxGetCurrent, library.cuLaunchKernel)
+        _raw = RawDriver(library.cuCtxGetCurrent, library.cuLaunchKernel, _encode_tiled(library))
     return _raw
+
+
+def _encode_tiled(library: ctypes.CDLL) -> Callable[..., int] | None:
+    function = getattr(library, "cuTensorMapEncodeTiled", None)
+    if function is not None:
+        function.argtypes = ENCODE_ARGTYPES
+        function.restype = ctypes.c_int
+    return function
 
 
 def check_code(code: int, what: str) -> None:

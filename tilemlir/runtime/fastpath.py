@@ -35,13 +35,13 @@ from __future__ import annotations
 import ctypes
 import threading
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tilemlir.hardware import MAX_GRID
 from tilemlir.runtime.checks import INT32_LIMIT
 from tilemlir.runtime.dtypes import DTYPES, scalar_converter
-from tilemlir.runtime.native import KIND
-from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+from tilemlir.runtime.native import KIND, MAP_KIND
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorMapParam, TensorParam
 
 SLOW = object()  # the fast path's answer when the general path must take the call
 
@@ -53,10 +53,12 @@ class FastCall:
     result or `SLOW`, and the contexts it may launch in.
 
     `raw`: the `driver.raw()` entry points; `native`: the `native` extension
-    module, or None to call them through ctypes."""
+    module, or None to call them through ctypes; `map_caches`: the kernel's
+    `TensorMapCache` of each of the signature's tensor maps, in order."""
 
     def __init__(self, signature: KernelSignature, torch: Any, raw: Any, stream_handle: Callable[[Any], int],
-                 launch_failed: Callable[[int, tuple, int], None], native: ModuleType | None = None):
+                 launch_failed: Callable[[int, tuple, int], None], native: ModuleType | None = None,
+                 map_caches: Sequence[Any] = ()):
         self._torch = torch
         self._native = native is not None
         self._contexts: dict[int, tuple[Any, int, Any, int]] = {}
@@ -76,6 +78,10 @@ class FastCall:
                 namespace[f"dtype_{p.name}"] = getattr(torch, DTYPES[p.dtype].torch_name)
             else:
                 namespace[f"convert_{p.name}"] = scalar_converter(DTYPES[p.dtype])
+        if len(map_caches) != len(signature.tensor_maps):
+            raise ValueError(f"{signature.name}: {len(signature.tensor_maps)} tensor maps, {len(map_caches)} caches")
+        for m, cache in zip(signature.tensor_maps, map_caches):
+            namespace[f"lookup_{m.name}"] = cache.lookup
         source = fast_call_source(signature, native=self._native)
         exec(compile(source, f"<fast call of {signature.name}>", "exec"), namespace)
         self.call: Callable[[tuple, Any], Any] = namespace["fast_call"]
@@ -129,12 +135,13 @@ def _product(dims: tuple[int, ...]) -> int:
 
 # -- kernel-parameter slots ----------------------------------------------------------------
 def _slot_types(signature: KernelSignature) -> list[Any]:
-    params = {p.name: p for p in signature.params}
+    """The ctypes type of each CUDA parameter's slot; None for a tensor map (the launch gets its address)."""
+    params: dict[str, Any] = {p.name: p for p in (*signature.params, *signature.tensor_maps)}
     symbol_type = ctypes.c_int32 if signature.index_bits == 32 else ctypes.c_int64
     types = []
     for name in signature.cuda_params:
         p = params.get(name)
-        types.append(ctypes.c_void_p if isinstance(p, TensorParam)
+        types.append(None if isinstance(p, TensorMapParam) else ctypes.c_void_p if isinstance(p, TensorParam)
                      else DTYPES[p.dtype].scalar_ctype if isinstance(p, ScalarParam) else symbol_type)
     return types
 
@@ -146,8 +153,8 @@ def _slot_maker(signature: KernelSignature) -> Callable[[], tuple]:
 
     def new_slots() -> tuple:
         context = ctypes.c_void_p()
-        values = [t() for t in types]
-        array = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+        values = [None if t is None else t() for t in types]
+        array = (ctypes.c_void_p * max(len(values), 1))(*[0 if v is None else ctypes.addressof(v) for v in values])
         return (context, ctypes.byref(context), ctypes.c_void_p(), ctypes.c_void_p(ctypes.addressof(array)),
                 *values, array)
 
@@ -161,8 +168,8 @@ def fast_call_source(signature: KernelSignature, native: bool = False) -> str:
 
     Local names carry a prefix per kind (t_ tensor, d_ dim, s_ symbol, v_
     scalar, p_ data pointer, e_ end of its bytes, o_ output, c_ parameter
-    slot), so names from the signature never collide with the fixed ones or
-    the builtins."""
+    slot, m_ tensor map), so names from the signature never collide with the
+    fixed ones or the builtins."""
     sig = signature
     inputs = [sig.params[i] for i in sig.input_indices]
     tensors = [p for p in inputs if isinstance(p, TensorParam)]
@@ -185,9 +192,12 @@ def fast_call_source(signature: KernelSignature, native: bool = False) -> str:
     lines += ["        " + line for line in body]
     lines += [f"    except {_ARGUMENT_ERRORS}:", "        return SLOW"]
     lines += _launch_value_checks(sig, grid, shared)
+    outputs = {sig.params[i].name for i in sig.out_idx}
+    lines += _map_lookups(sig, [m for m in sig.tensor_maps if m.tensor not in outputs], outputs)
     for p in (sig.params[i] for i in sig.out_idx):
-        dims = [f"s_{d}" if isinstance(d, str) else str(d) for d in p.shape]
-        lines.append(f"    o_{p.name} = empty({', '.join(dims) or '()'}, dtype=dtype_{p.name}, device=torch_device)")
+        dims = ", ".join(_dims(p)) or "()"
+        lines.append(f"    o_{p.name} = empty({dims}, dtype=dtype_{p.name}, device=torch_device)")
+    lines += _map_lookups(sig, [m for m in sig.tensor_maps if m.tensor in outputs], outputs)
     stream = "raw_stream(device) if stream is None else stream_handle(stream)"
     config = f"{', '.join(grid)}, {', '.join(str(b) for b in sig.block)}, {shared}"
     lines += _native_launch(sig, config, stream) if native else _ctypes_launch(sig, config, stream)
@@ -198,6 +208,22 @@ def fast_call_source(signature: KernelSignature, native: bool = False) -> str:
     result = [f"o_{sig.params[i].name}" for i in sig.out_idx]
     lines.append(f"    return {result[0] if len(result) == 1 else '(' + ', '.join(result) + ')' if result else 'None'}")
     return "\n".join(lines) + "\n"
+
+
+def _dims(p: TensorParam) -> list[str]:
+    return [f"s_{d}" if isinstance(d, str) else str(d) for d in p.shape]
+
+
+def _map_lookups(sig: KernelSignature, maps: list[TensorMapParam], outputs: set[str]) -> list[str]:
+    """m_<map> = the EncodedMap of each of `maps`, or SLOW."""
+    params = {p.name: p for p in sig.params}
+    lines = []
+    for m in maps:
+        pointer = f"o_{m.tensor}.data_ptr()" if m.tensor in outputs else f"p_{m.tensor}"
+        dims = _dims(params[m.tensor])
+        lines += [f"    m_{m.name} = lookup_{m.name}({pointer}, ({', '.join(dims)}{',' if len(dims) == 1 else ''}))",
+                  f"    if m_{m.name} is None:", "        return SLOW"]
+    return lines
 
 
 def _checks(sig: KernelSignature, inputs: list, tensors: list[TensorParam]) -> tuple[list[str], list[str], str]:
@@ -252,22 +278,27 @@ def _native_context() -> list[str]:
 
 
 def _param_values(sig: KernelSignature) -> list[str]:
-    """The Python expression of each CUDA parameter's value, in cuda_params order."""
+    """The Python expression of each CUDA parameter's value, in cuda_params order (a tensor map's: the
+    address of its bytes)."""
     params = {p.name: p for p in sig.params}
     outs = {sig.params[i].name for i in sig.out_idx}
-    return [f"o_{name}.data_ptr()" if name in outs else f"p_{name}" if isinstance(params.get(name), TensorParam)
+    maps = {m.name for m in sig.tensor_maps}
+    return [f"m_{name}.address" if name in maps else f"o_{name}.data_ptr()" if name in outs
+            else f"p_{name}" if isinstance(params.get(name), TensorParam)
             else f"v_{name}" if isinstance(params.get(name), ScalarParam) else f"s_{name}"
             for name in sig.cuda_params]
 
 
 def _ctypes_launch(sig: KernelSignature, config: str, stream: str) -> list[str]:
     lines = [f"    stream_slot.value = {stream}"]
-    lines += [f"    c_{name}.value = {value}" for name, value in zip(sig.cuda_params, _param_values(sig))]
+    maps = {m.name for m in sig.tensor_maps}
+    for position, (name, value) in enumerate(zip(sig.cuda_params, _param_values(sig))):
+        lines.append(f"    _array[{position}] = {value}" if name in maps else f"    c_{name}.value = {value}")
     return lines + [f"    code = launch(function, {config}, stream_slot, params, None)"]
 
 
 def _native_launch(sig: KernelSignature, config: str, stream: str) -> list[str]:
-    kinds = "".join(KIND[t] for t in _slot_types(sig)).encode()
+    kinds = "".join(MAP_KIND if t is None else KIND[t] for t in _slot_types(sig)).encode()
     values = "".join(f", {value}" for value in _param_values(sig))
     return [f"    code = launch(launcher, function, {config}, {stream}, {kinds!r}{values})"]
 

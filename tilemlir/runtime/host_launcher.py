@@ -7,12 +7,17 @@ and runs as ``./<name> M=1000 N=4096 [eps=0.5] [iters=20]``: it allocates
 random inputs (uniform in [-1, 1) for floats, [0, 8) for integers) for the
 given symbol values, poisons the outputs, launches once, checks for errors,
 then prints the mean time of `iters` further launches.
+
+A kernel with tensor maps (signature.py) gets each map encoded once with the
+driver's cuTensorMapEncodeTiled from its tensor, as the runtime does
+(tensor_map.py); it then also links ``-lcuda``.
 """
 
 from __future__ import annotations
 
+from tilemlir.runtime import tensor_map
 from tilemlir.runtime.dtypes import DTYPES
-from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorMapParam, TensorParam
 
 _PRELUDE = r"""#include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -86,21 +91,45 @@ template <typename T> static void* device_array(size_t n, bool random, bool inte
 }
 """
 
+_MAP_HELPER = r"""#include <cuda.h>
+
+// One tensor map of a tensor: dims innermost first, strides in bytes of the dims above the innermost.
+static CUtensorMap encode_map(const char* name, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                              const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                              CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2) {
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  CUtensorMap map;
+  CUresult err = cuTensorMapEncodeTiled(&map, type, rank, address, dims, strides, box, element_strides,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (err != CUDA_SUCCESS) {
+    const char* text = nullptr;
+    cuGetErrorName(err, &text);
+    fprintf(stderr, "cuTensorMapEncodeTiled for tensor map %s failed: %s\n", name, text ? text : "?");
+    exit(1);
+  }
+  return map;
+}
+"""
+
 
 def host_launcher_source(sig: KernelSignature) -> str:
     index_type = "int" if sig.index_bits == 32 else "long long"
     params = {p.name: p for p in sig.params}
     rename = {s: f"sym_{s}" for s in sig.symbols} | {p.name: f"arg_{p.name}" for p in sig.params}
-    decl = ", ".join(_declaration(name, params, index_type, rename) for name in sig.cuda_params)
+    rename |= {m.name: f"map_{m.name}" for m in sig.tensor_maps}
+    maps = {m.name: m for m in sig.tensor_maps}
+    decl = ", ".join(_declaration(name, params, index_type, rename, maps) for name in sig.cuda_params)
     exprs = sig.exprs
     c = lambda expr: expr.to_c(rename.__getitem__)  # noqa: E731
     usage = " ".join([f"{s}=<int>" for s in sig.symbols] + [f"[{p.name}=1]" for p in sig.params
                                                           if isinstance(p, ScalarParam)] + ["[iters=20]"])
+    libraries = " -lcuda" if sig.tensor_maps else ""
     lines = [
         f"// Standalone launcher for the tilemlir kernel `{sig.name}` (generated; see signature.json).",
-        f"// Build: nvcc -gencode=arch=compute_90a,code=sm_90a {sig.name}.cu {sig.name}_host.cu -o {sig.name}",
+        f"// Build: nvcc -gencode=arch=compute_90a,code=sm_90a {sig.name}.cu {sig.name}_host.cu -o {sig.name}"
+        f"{libraries}",
         f"// Run:   ./{sig.name} {usage}",
-        _PRELUDE,
+        _PRELUDE + (_MAP_HELPER if sig.tensor_maps else ""),
         f'extern "C" __global__ void {sig.name}({decl});',
         "",
         "int main(int argc, char** argv) {",
@@ -125,6 +154,8 @@ def host_launcher_source(sig: KernelSignature) -> str:
             integral = "true" if d.kind in ("int", "uint", "bool") else "false"
             random = "false" if i in outputs else "true"
             lines.append(f"  void* arg_{p.name} = device_array<{d.cxx}>({numel}, {random}, {integral});")
+    for m in sig.tensor_maps:
+        lines += _map_lines(m, params[m.tensor], rename)
     grid = ", ".join(f"(unsigned int)({c(e)})" for e in exprs.grid)
     lines += [
         f"  dim3 grid({grid});",
@@ -159,7 +190,30 @@ def host_launcher_source(sig: KernelSignature) -> str:
     return "\n".join(lines)
 
 
-def _declaration(name: str, params: dict, index_type: str, rename: dict[str, str]) -> str:
+def _map_lines(m: TensorMapParam, tensor: TensorParam, rename: dict[str, str]) -> list[str]:
+    """The encoding of map `m` of `tensor` (tensor_map.encode_arguments's conventions)."""
+    dims = [f"(cuuint64_t)sym_{d}" if isinstance(d, str) else f"(cuuint64_t){d}" for d in reversed(tensor.shape)]
+    strides, stride = [], f"(cuuint64_t){DTYPES[m.dtype].itemsize}"
+    for dim in dims[:-1]:
+        stride = f"{stride} * {dim}"
+        strides.append(stride)
+    box = ", ".join(str(b) for b in reversed(m.box))
+    enums = (f"(CUtensorMapDataType){tensor_map.DATA_TYPES[m.dtype]}",
+             f"(CUtensorMapSwizzle){tensor_map.SWIZZLES[m.swizzle]}",
+             f"(CUtensorMapL2promotion){tensor_map.L2_PROMOTIONS[m.l2_promotion]}")
+    return [
+        f"  const cuuint64_t dims_{m.name}[] = {{{', '.join(dims)}}};",
+        f"  const cuuint64_t strides_{m.name}[] = {{{', '.join(strides) or '0'}}};",
+        f"  const cuuint32_t box_{m.name}[] = {{{box}}};",
+        f'  CUtensorMap {rename[m.name]} = encode_map("{m.name}", {enums[0]}, {m.rank}, arg_{m.tensor}, '
+        f"dims_{m.name}, strides_{m.name}, box_{m.name}, {enums[1]}, {enums[2]});",
+    ]
+
+
+def _declaration(name: str, params: dict, index_type: str, rename: dict[str, str],
+                 maps: dict[str, TensorMapParam]) -> str:
+    if name in maps:
+        return f"CUtensorMap {rename[name]}"
     p = params.get(name)
     if isinstance(p, TensorParam):
         return f"void* {rename[name]}"

@@ -16,6 +16,11 @@ ctypes without a C compiler). Anything
 it does not handle, every failing check included, falls through to the
 general path below, which raises the LaunchError.
 
+A signature's tensor maps are encoded at each launch from their tensors'
+arguments (`tensor_map.TensorMapCache`, one per map, shared with the Python
+fast path; the C call plan keeps its own), after the checks and before the
+launch, so a tensor TMA cannot describe is a LaunchError naming the map.
+
 The kernel only launches: the builder (builder.py) makes every kernel and
 hands it the functions that `with_cuda_source` and `export` call, so this
 module imports nothing that makes or stores kernels.
@@ -40,6 +45,7 @@ from tilemlir.runtime.fastpath import SLOW, FastCall, available
 from tilemlir.runtime.native_call import NativeCall
 from tilemlir.runtime.nvrtc import CompileOptions
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
+from tilemlir.runtime.tensor_map import EncodedMap, TensorMapCache, driver_encode
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -81,7 +87,10 @@ class CompiledKernel:
         self._tensor_positions = tuple(i for i, p in enumerate(inputs) if isinstance(p, TensorParam))
         self._n_params = len(signature.params)
         self._tensor_params = tuple((pos, signature.input_indices[pos]) for pos in self._tensor_positions)
+        param_index = {p.name: i for i, p in enumerate(signature.params)}
+        self._map_tensors = tuple(param_index[m.tensor] for m in signature.tensor_maps)
         self._packer = _ParamPacker(signature)
+        self._map_caches: tuple[TensorMapCache, ...] | None = None  # made at the first launch (they need the driver)
         self._modules: dict[int, driver.LoadedModule] = {}
         self._lock = threading.Lock()
         self._constant_shared = signature.exprs.constant_shared  # None: an expression, known per call
@@ -177,7 +186,8 @@ class CompiledKernel:
         if grid[0] and grid[1] and grid[2]:
             for index, _, pointer in outputs:
                 pointers[index] = pointer
-            self._launch(module, grid, shared, handle, pointers, env)
+            maps = self._tensor_maps(pointers, env) if self._signature.tensor_maps else ()
+            self._launch(module, grid, shared, handle, pointers, env, maps)
             if torch is not None and not self._fast_unavailable:
                 self._enable_fast_path(torch, context, module, device)
         if not outputs:
@@ -196,6 +206,25 @@ class CompiledKernel:
                 producers = (producers or []) + [desc.stream]
             pointers[index] = desc.address
         return pointers, producers
+
+    def _tensor_maps(self, pointers: list[int], env: list[Any]) -> list[EncodedMap]:
+        """The encoded map of each `tensor_maps` entry for this launch (LaunchError naming a map that cannot be)."""
+        caches = self.map_caches()
+        return [cache.get(pointers[index], shape_of(self._signature.params[index], self._signature, env))
+                for cache, index in zip(caches, self._map_tensors)]
+
+    def map_caches(self) -> tuple[TensorMapCache, ...]:
+        """One cache per `tensor_maps` entry, shared by every path of this kernel."""
+        if self._map_caches is None:
+            with self._lock:
+                if self._map_caches is None:
+                    encode_tiled = driver.raw().encode_tiled
+                    if encode_tiled is None:
+                        raise LaunchError(f"kernel {self.name!r} takes tensor maps, but this CUDA driver has no "
+                                          "cuTensorMapEncodeTiled (TMA needs CUDA 12 or later)")
+                    encode = driver_encode(encode_tiled)
+                    self._map_caches = tuple(TensorMapCache(m, encode) for m in self._signature.tensor_maps)
+        return self._map_caches
 
     def _check_device(self, values: list[Any], pos: int, device: int) -> Any:
         desc = values[pos]
@@ -234,8 +263,9 @@ class CompiledKernel:
                 return
             extension = native.load() if len(self._signature.cuda_params) <= native.MAX_PARAMS else None
             raw = driver.raw()
+            caches = self.map_caches() if self._signature.tensor_maps else ()
             fast = (NativeCall.create(self._signature, torch, raw, stream_handle, self._launch_failed, extension)
-                    or FastCall(self._signature, torch, raw, stream_handle, self._launch_failed, extension))
+                    or FastCall(self._signature, torch, raw, stream_handle, self._launch_failed, extension, caches))
         if not fast.registered(context):
             fast.register(context, module.handle, device, module.max_dynamic_shared)
         self._fast = fast
@@ -251,11 +281,11 @@ class CompiledKernel:
                 for index, shape in shapes]
 
     def _launch(self, module: driver.LoadedModule, grid: tuple[int, int, int], shared: int, handle: int,
-                pointers: list[int], env: list[Any]) -> None:
+                pointers: list[int], env: list[Any], maps: Sequence[EncodedMap]) -> None:
         block = self._signature.block
         launch = driver.raw().launch
         with self._lock:
-            params = ctypes.c_void_p(self._packer.fill(pointers, env))
+            params = ctypes.c_void_p(self._packer.fill(pointers, env, maps))
             code = launch(module.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared,
                           ctypes.c_void_p(handle), params, None)
         if code:
@@ -300,6 +330,11 @@ def _torch_current_stream(torch: Any, device: int) -> int:
 
 def _legacy_as_null(handle: int) -> int:
     return 0 if handle == 1 else handle  # the array interface's 1 is the legacy default stream, handle 0
+
+
+def shape_of(param: TensorParam, signature: KernelSignature, env: list[Any]) -> tuple[int, ...]:
+    """The shape of tensor `param` in a call whose symbols are bound in `env`."""
+    return tuple(env[signature.symbols.index(d)] if isinstance(d, str) else d for d in param.shape)
 
 
 def _allocator(example: Any):
@@ -348,13 +383,17 @@ class _ParamPacker:
     def __init__(self, signature: KernelSignature):
         env_slot = {name: i for i, name in enumerate(signature.env_names)}
         param_index = {p.name: i for i, p in enumerate(signature.params)}
+        map_index = {m.name: i for i, m in enumerate(signature.tensor_maps)}
         symbol_type = ctypes.c_int32 if signature.index_bits == 32 else ctypes.c_int64
         self._slots: list[Any] = []
-        pointer_sources, env_sources = [], []
-        for name in signature.cuda_params:
+        pointer_sources, env_sources, map_sources = [], [], []
+        for position, name in enumerate(signature.cuda_params):
             index = param_index.get(name)
             param = signature.params[index] if index is not None else None
-            if isinstance(param, TensorParam):
+            if name in map_index:  # the array entry itself points at the map's 128 bytes, set per launch
+                slot = None
+                map_sources.append((position, map_index[name]))
+            elif isinstance(param, TensorParam):
                 slot = ctypes.c_void_p()
                 pointer_sources.append((slot, index))
             else:
@@ -364,12 +403,18 @@ class _ParamPacker:
             self._slots.append(slot)
         self._pointer_sources = tuple(pointer_sources)
         self._env_sources = tuple(env_sources)
-        self._array = (ctypes.c_void_p * max(len(self._slots), 1))(*[ctypes.addressof(s) for s in self._slots])
+        self._map_sources = tuple(map_sources)
+        self._array = (ctypes.c_void_p * max(len(self._slots), 1))(
+            *[0 if s is None else ctypes.addressof(s) for s in self._slots])
         self.address = ctypes.addressof(self._array) if self._slots else 0
 
-    def fill(self, pointers: list[int], env: list[Any]) -> int:
+    def fill(self, pointers: list[int], env: list[Any], maps: Sequence[Any] = ()) -> int:
+        """The parameter block's address with this launch's values: data pointers by param index,
+        the expression environment, and the EncodedMap of each tensor map."""
         for slot, index in self._pointer_sources:
             slot.value = pointers[index]
         for slot, index in self._env_sources:
             slot.value = env[index]
+        for position, index in self._map_sources:
+            self._array[position] = maps[index].address
         return self.address

@@ -4,6 +4,7 @@
  *   current_context(get_context_address) -> int   the current CUcontext (0: none or error)
  *   launch(launch_address, function, gx, gy, gz, bx, by, bz, shared, stream, kinds, *values) -> int
  *       cuLaunchKernel with one value per kernel parameter, typed by `kinds`; returns the CUresult
+ *       (kind 'm', a tensor map: the value is the address of its 128 bytes, passed as they are)
  *   CallPlan(...)                                  a kernel's whole checked call (below)
  *   evaluate_program(words, env) -> int | None     one of its expression programs, for tests
  *
@@ -65,6 +66,14 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   uint64_t storage[MAX_PARAMS];
   void* params[MAX_PARAMS];
   for (Py_ssize_t i = 0; i < count; ++i) {
+    if (kinds[i] == 'm') {
+      params[i] = PyLong_AsVoidPtr(args[11 + i]);
+      if (params[i] == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a tensor map's address is not 0");
+        return NULL;
+      }
+      continue;
+    }
     params[i] = &storage[i];
     if (store(kinds[i], args[11 + i], &storage[i])) return NULL;
   }
@@ -85,9 +94,14 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
 
 #include "dlpack_abi.h"
 
-#define SPEC_VERSION 1
+#define SPEC_VERSION 2
 #define MAX_TENSORS 32
 #define MAX_RANK 8
+#define MAX_MAPS 16
+#define MAX_MAP_RANK 5
+#define MAP_CACHE 8     /* encoded maps kept per tensor map */
+#define MAP_BYTES 128   /* sizeof(CUtensorMap) */
+#define MAP_ALIGN 128  /* as tensor_map.MAP_ALIGN */
 #define MAX_ENV 64
 #define MAX_CONTEXTS 16
 #define MAX_STACK 32
@@ -97,7 +111,27 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
 enum { OP_CONST, OP_LOAD, OP_ADD, OP_SUB, OP_MUL, OP_FLOORDIV, OP_MOD, OP_NEG, OP_MIN, OP_MAX,
        OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_NOT, OP_AND, OP_OR, OP_WRAP, OP_WRAPU };
 enum { INPUT_TENSOR, INPUT_SCALAR };
-enum { PARAM_TENSOR, PARAM_SCALAR, PARAM_SYMBOL };
+enum { PARAM_TENSOR, PARAM_SCALAR, PARAM_SYMBOL, PARAM_MAP };
+
+/* cuTensorMapEncodeTiled(map, data type, rank, address, dims, strides, box, element strides, interleave,
+   swizzle, L2 promotion, OOB fill) */
+typedef int (*encode_fn)(void*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                         const uint32_t*, int, int, int, int);
+
+typedef struct {
+  uint64_t address;
+  int64_t dims[MAX_MAP_RANK];
+  int valid;
+  unsigned char* map;  /* MAP_BYTES, MAP_ALIGN-aligned, in the plan's map storage */
+} MapEntry;
+
+/* One tensor map parameter (tensor_map.py): the driver's enums, its box innermost first, and its cache. */
+typedef struct {
+  int tensor, data_type, rank, itemsize, interleave, swizzle, l2_promotion, oob_fill;
+  uint32_t box[MAX_MAP_RANK];
+  int next;  /* the entry the next miss replaces */
+  MapEntry entries[MAP_CACHE];
+} MapSpec;
 
 typedef struct {
   uint8_t code, bits;
@@ -118,6 +152,7 @@ typedef struct {
   const DLPackExchangeAPI* api;
   get_context_fn get_context;
   launch_fn launch_kernel;
+  encode_fn encode;         /* NULL when the spec has no tensor maps */
   int device_type;
   int n_inputs, n_tensors, n_scalars, n_symbols, symbol_bits, limit32, n_outputs, n_params, n_alias;
   int n_programs;
@@ -133,6 +168,9 @@ typedef struct {
   int64_t* program[4 + MAX_ENV]; /* grid x, y, z, shared bytes, assumes...: start of each */
   int n_contexts;
   ContextEntry contexts[MAX_CONTEXTS];
+  int n_maps;
+  MapSpec maps[MAX_MAPS];
+  void* map_storage;        /* PyMem block holding every MapEntry's bytes */
 } CallPlan;
 
 /* Python's floor division and modulo; 0 on overflow or division by zero. */
@@ -278,6 +316,7 @@ static void plan_dealloc(CallPlan* self) {
   plan_clear(self);
   PyMem_Free(self->alias);
   PyMem_Free(self->code);
+  PyMem_Free(self->map_storage);
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
@@ -334,16 +373,49 @@ static int read_spec(CallPlan* self, const int64_t* words, Py_ssize_t count) {
     NEXT(self->scalar_slot[i], -1, MAX_ENV - 1);
   }
   for (int i = 0; i < self->n_outputs; ++i) NEXT(self->outputs[i], 0, self->n_tensors - 1);
-  for (int i = 0; i < self->n_params; ++i) {
-    NEXT(self->param_kind[i], PARAM_TENSOR, PARAM_SYMBOL);
+  for (int i = 0; i < self->n_params; ++i) {  /* a map's index is checked against the maps' count below */
+    NEXT(self->param_kind[i], PARAM_TENSOR, PARAM_MAP);
     NEXT(self->param_index[i], 0, self->param_kind[i] == PARAM_TENSOR ? self->n_tensors - 1
-                                : self->param_kind[i] == PARAM_SCALAR ? self->n_scalars - 1 : self->n_symbols - 1);
+                                : self->param_kind[i] == PARAM_SCALAR ? self->n_scalars - 1
+                                : self->param_kind[i] == PARAM_SYMBOL ? self->n_symbols - 1 : MAX_MAPS - 1);
   }
   self->alias = PyMem_Malloc(sizeof(int[2]) * (self->n_alias ? self->n_alias : 1));
   if (self->alias == NULL) { PyErr_NoMemory(); return -1; }
   for (int i = 0; i < self->n_alias; ++i) {
     NEXT(self->alias[i][0], 0, self->n_tensors - 1);
     NEXT(self->alias[i][1], 0, self->n_tensors - 1);
+  }
+  NEXT(self->n_maps, 0, MAX_MAPS);
+  for (int k = 0; k < self->n_maps; ++k) {
+    MapSpec* m = &self->maps[k];
+    NEXT(m->tensor, 0, self->n_tensors - 1);
+    NEXT(m->data_type, 0, 15);
+    NEXT(m->rank, 1, MAX_MAP_RANK);
+    NEXT(m->itemsize, 1, 8);
+    if (m->rank != self->tensors[m->tensor].ndim || m->itemsize != self->tensors[m->tensor].itemsize) {
+      PyErr_Format(PyExc_ValueError, "call plan tensor map %d (rank %d, %d-byte elements) does not fit its tensor",
+                   k, m->rank, m->itemsize);
+      return -1;
+    }
+    NEXT(m->interleave, 0, 2);
+    NEXT(m->swizzle, 0, 6);
+    NEXT(m->l2_promotion, 0, 3);
+    NEXT(m->oob_fill, 0, 1);
+    for (int d = 0; d < m->rank; ++d) NEXT(m->box[d], 1, 256);
+  }
+  for (int i = 0; i < self->n_params; ++i)
+    if (self->param_kind[i] == PARAM_MAP && self->param_index[i] >= self->n_maps) {
+      PyErr_Format(PyExc_ValueError, "call plan parameter %d names tensor map %d of %d", i, self->param_index[i],
+                   self->n_maps);
+      return -1;
+    }
+  if (self->n_maps) {
+    self->map_storage = PyMem_Malloc((size_t)self->n_maps * MAP_CACHE * MAP_BYTES + MAP_ALIGN - 1);
+    if (self->map_storage == NULL) { PyErr_NoMemory(); return -1; }
+    unsigned char* base = (unsigned char*)self->map_storage;
+    base += (MAP_ALIGN - (uintptr_t)base % MAP_ALIGN) % MAP_ALIGN;
+    for (int k = 0; k < self->n_maps; ++k)
+      for (int e = 0; e < MAP_CACHE; ++e) self->maps[k].entries[e].map = base + ((size_t)k * MAP_CACHE + e) * MAP_BYTES;
   }
   Py_ssize_t rest = c.end - c.at;
   self->code = PyMem_Malloc(sizeof(int64_t) * (rest ? rest : 1));
@@ -364,12 +436,14 @@ static int read_spec(CallPlan* self, const int64_t* words, Py_ssize_t count) {
   return 0;
 }
 
-/* CallPlan(spec: bytes, capsule, tensor_type, slow, stream_handle, launch_failed, get_context, launch) */
+/* CallPlan(spec: bytes, capsule, tensor_type, slow, stream_handle, launch_failed, get_context, launch
+            [, encode_tiled]): the last, cuTensorMapEncodeTiled's address, only for a spec with tensor maps */
 static int plan_init(CallPlan* self, PyObject* args, PyObject* kwargs) {
   Py_buffer spec;
   PyObject *capsule, *tensor_type, *slow, *stream_handle, *launch_failed, *get_context, *launch_address;
-  if (!PyArg_ParseTuple(args, "y*OOOOOOO", &spec, &capsule, &tensor_type, &slow, &stream_handle, &launch_failed,
-                        &get_context, &launch_address))
+  PyObject* encode_address = NULL;
+  if (!PyArg_ParseTuple(args, "y*OOOOOOO|O", &spec, &capsule, &tensor_type, &slow, &stream_handle, &launch_failed,
+                        &get_context, &launch_address, &encode_address))
     return -1;
   int status = -1;
   if (self->api != NULL || self->alias != NULL) {  /* a second __init__ would leave the plan half rewritten */
@@ -395,12 +469,17 @@ static int plan_init(CallPlan* self, PyObject* args, PyObject* kwargs) {
   }
   self->get_context = (get_context_fn)PyLong_AsVoidPtr(get_context);
   self->launch_kernel = (launch_fn)PyLong_AsVoidPtr(launch_address);
+  if (encode_address != NULL && encode_address != Py_None) self->encode = (encode_fn)PyLong_AsVoidPtr(encode_address);
   if (PyErr_Occurred()) goto done;
   if (self->get_context == NULL || self->launch_kernel == NULL) {
     PyErr_SetString(PyExc_ValueError, "CallPlan needs the driver entry point addresses (not 0)");
     goto done;
   }
   if (read_spec(self, (const int64_t*)spec.buf, spec.len / (Py_ssize_t)sizeof(int64_t))) goto done;
+  if (self->n_maps && self->encode == NULL) {
+    PyErr_SetString(PyExc_ValueError, "a call plan with tensor maps needs cuTensorMapEncodeTiled's address (not 0)");
+    goto done;
+  }
   self->api = api;  /* last: a plan without it was never initialized and refuses calls */
   Py_INCREF(capsule); Py_XSETREF(self->capsule, capsule);
   Py_INCREF(tensor_type); Py_XSETREF(self->tensor_type, tensor_type);
@@ -436,6 +515,53 @@ static PyObject* plan_registered(CallPlan* self, PyObject* context) {
   for (int i = 0; i < self->n_contexts; ++i)
     if (self->contexts[i].context == value) Py_RETURN_TRUE;
   Py_RETURN_FALSE;
+}
+
+/* The driver's dims and byte strides (innermost first) of tensor map `m` for its tensor at `address` of
+   C-contiguous `shape` (outermost first); 0 when a requirement of cuTensorMapEncodeTiled does not hold
+   (tensor_map.requirement_problem: the general path raises that error). */
+static int map_arguments(const MapSpec* m, uint64_t address, const int64_t* shape, uint64_t* dims, uint64_t* strides) {
+  int64_t stride = m->itemsize;
+  if (address % 16) return 0;
+  for (int d = 0; d < m->rank; ++d) {
+    int64_t extent = shape[m->rank - 1 - d];
+    if (extent < 1 || extent > (INT64_C(1) << 31)) return 0;
+    dims[d] = (uint64_t)extent;
+    if (d > 0) {  /* the byte stride of the driver's dim d */
+      if (stride % 16 || stride >= (INT64_C(1) << 40)) return 0;
+      strides[d - 1] = (uint64_t)stride;
+    }
+    if (__builtin_mul_overflow(stride, extent, &stride)) return 0;
+  }
+  return 1;
+}
+
+/* The encoded map of `m` for that tensor: a cached one, or one encoded now into the entry the cache
+   replaces next; NULL where `map_arguments` fails or the driver refuses. */
+static unsigned char* tensor_map(encode_fn encode, MapSpec* m, uint64_t address, const int64_t* shape) {
+  for (int e = 0; e < MAP_CACHE; ++e) {
+    MapEntry* entry = &m->entries[e];
+    if (entry->valid && entry->address == address && !memcmp(entry->dims, shape, sizeof(int64_t) * m->rank))
+      return entry->map;
+  }
+  uint64_t dims[MAX_MAP_RANK], strides[MAX_MAP_RANK];
+  static const uint32_t element_strides[MAX_MAP_RANK] = {1, 1, 1, 1, 1};
+  if (!map_arguments(m, address, shape, dims, strides)) return NULL;
+  MapEntry* entry = &m->entries[m->next];
+  m->next = (m->next + 1) % MAP_CACHE;
+  entry->valid = 0;
+  if (encode(entry->map, m->data_type, (uint32_t)m->rank, (void*)(uintptr_t)address, dims, strides, m->box,
+             element_strides, m->interleave, m->swizzle, m->l2_promotion, m->oob_fill))
+    return NULL;
+  entry->address = address;
+  memcpy(entry->dims, shape, sizeof(int64_t) * m->rank);
+  entry->valid = 1;
+  return entry->map;
+}
+
+/* The shape of tensor spec `t` in a call whose symbols are bound in `env`. */
+static void shape_of(const TensorSpec* t, const int64_t* env, int64_t* shape) {
+  for (int d = 0; d < t->ndim; ++d) shape[d] = t->dims[d] >= 0 ? t->dims[d] : env[-t->dims[d] - 1];
 }
 
 /* torch's rule: size-1 dims do not count, and an empty tensor is contiguous. */
@@ -618,6 +744,15 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
     if (stream == NULL && PyErr_Occurred()) return NULL;
   }
 
+  for (int k = 0; k < self->n_maps; ++k) {  /* inputs' maps can fail before anything is allocated */
+    const MapSpec* m = &self->maps[k];
+    int64_t shape[MAX_MAP_RANK];
+    uint64_t dims[MAX_MAP_RANK], strides[MAX_MAP_RANK];
+    shape_of(&self->tensors[m->tensor], env, shape);
+    if (!self->tensors[m->tensor].output && !map_arguments(m, data[m->tensor], shape, dims, strides))
+      return slow(self);
+  }
+
   PyObject* results[MAX_TENSORS];
   for (int k = 0; k < self->n_outputs; ++k) {
     int index = self->outputs[k];
@@ -638,12 +773,25 @@ static PyObject* plan_call(CallPlan* self, PyObject* const* argv, Py_ssize_t nar
     results[k] = (PyObject*)object;
   }
 
+  /* Encoded after the outputs (a map may describe one) and right before the launch, so no Python code
+     runs in between that could use this plan and replace a cache entry in use. */
+  unsigned char* maps[MAX_MAPS];
+  for (int k = 0; k < self->n_maps; ++k) {
+    int64_t shape[MAX_MAP_RANK];
+    shape_of(&self->tensors[self->maps[k].tensor], env, shape);
+    maps[k] = tensor_map(self->encode, &self->maps[k], data[self->maps[k].tensor], shape);
+    if (maps[k] == NULL) {
+      for (int j = 0; j < self->n_outputs; ++j) Py_DECREF(results[j]);
+      return slow(self);
+    }
+  }
   for (int i = 0; i < self->n_params; ++i) {
     int index = self->param_index[i];
     uint64_t* slot = &slots[i];
     switch (self->param_kind[i]) {
       case PARAM_TENSOR: *(uint64_t*)slot = data[index]; break;
       case PARAM_SCALAR: *slot = scalars[index]; break;
+      case PARAM_MAP: params[i] = maps[index]; continue;
       default:
         if (self->symbol_bits == 32) *(int32_t*)slot = (int32_t)env[index];
         else *(int64_t*)slot = env[index];

@@ -33,7 +33,7 @@ for its launches.
         the current CUcontext, 0 without one or on error
     launch(launch_address, function, gx, gy, gz, bx, by, bz, shared, stream, kinds, *values) -> int
         the CUresult of cuLaunchKernel; `kinds` has one type code per value
-        (see KIND), `stream` and `function` are handles as ints
+        (see KIND, MAP_KIND), `stream` and `function` are handles as ints
     CallPlan(spec, ...)
         see `native_call.NativeCall`
 
@@ -72,6 +72,7 @@ MAX_PARAMS = 128  # as in the C source
 KIND = {ctypes.c_void_p: "p", ctypes.c_bool: "B", ctypes.c_int8: "b", ctypes.c_uint8: "B", ctypes.c_int16: "h",
         ctypes.c_uint16: "H", ctypes.c_int32: "i", ctypes.c_uint32: "I", ctypes.c_int64: "q", ctypes.c_uint64: "Q",
         ctypes.c_float: "f", ctypes.c_double: "d"}
+MAP_KIND = "m"  # a tensor map: its value is the address of its 128 bytes (tensor_map.EncodedMap.address)
 
 HERE = Path(__file__).parent
 SOURCE = (HERE / "launch.c").read_text()

@@ -24,9 +24,17 @@ reach it (TileLang did the same through TVM-FFI).
              tensor param; a dim >= 0 is static, -(k + 1) is symbol k
     scalars  (kind character, env slot or -1) per scalar param
     outputs  tensor index per out_idx entry
-    params   (kind: 0 tensor / 1 scalar / 2 symbol, index) per CUDA parameter
+    params   (kind: 0 tensor / 1 scalar / 2 symbol / 3 tensor map, index) per CUDA parameter
     alias    (tensor, tensor) per pair whose bytes may not overlap
+    maps     #maps, then (tensor index, CUtensorMapDataType, rank, itemsize, interleave,
+             swizzle, L2 promotion, OOB fill enums, box innermost first...) per tensor map
     programs (length, ops...) for grid x, y, z, shared bytes, then each assume
+
+A tensor map is encoded in C, from the same requirements as
+`tensor_map.requirement_problem` (a call breaking one answers `SLOW`, and the
+general path raises the error), through the plan's own cache of the last
+8 maps per map, keyed by data pointer and shape; its parameter is the
+address of the cached 128 bytes.
 
 A signature the plan cannot express exactly (a 16-bit float scalar, a float
 in an expression, more than 32 tensors, ...) keeps the Python fast path.
@@ -39,13 +47,14 @@ from array import array
 from types import ModuleType
 from typing import Any, Callable
 
+from tilemlir.runtime import tensor_map
 from tilemlir.runtime.dtypes import DTYPES
 from tilemlir.runtime.fastpath import SLOW, alias_pairs, function_address
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 
-SPEC_VERSION = 1  # as in launch.c
+SPEC_VERSION = 2  # as in launch.c
 KDL_CUDA = 2
-MAX_TENSORS, MAX_RANK, MAX_PARAMS, MAX_ENV, MAX_STACK = 32, 8, 128, 64, 32  # as in launch.c
+MAX_TENSORS, MAX_RANK, MAX_PARAMS, MAX_ENV, MAX_STACK, MAX_MAPS = 32, 8, 128, 64, 32, 16  # as in launch.c
 
 _OPCODES = {"const": 0, "load": 1, "+": 2, "-": 3, "*": 4, "//": 5, "%": 6, "neg": 7, "min": 8, "max": 9,
             "==": 10, "!=": 11, "<": 12, "<=": 13, ">": 14, ">=": 15, "not": 16, "and": 17, "or": 18,
@@ -72,9 +81,10 @@ class NativeCall:
         spec = plan_spec(signature)
         if plan_type is None or capsule is None or spec is None:
             return None
+        encode = function_address(raw.encode_tiled) if signature.tensor_maps else None
         try:
             plan = plan_type(spec, capsule, torch.Tensor, SLOW, stream_handle, launch_failed,
-                             function_address(raw.get_context), function_address(raw.launch))
+                             function_address(raw.get_context), function_address(raw.launch), encode)
         except (ValueError, TypeError):
             return None  # an exchange API of another DLPack version: not ours to guess at
         return cls(plan)
@@ -98,11 +108,13 @@ def plan_spec(signature: KernelSignature, device_type: int = KDL_CUDA) -> bytes 
     tensors = [p for p in sig.params if isinstance(p, TensorParam)]
     scalars = [p for p in sig.params if isinstance(p, ScalarParam)]
     if (len(tensors) > MAX_TENSORS or len(sig.cuda_params) > MAX_PARAMS or len(sig.env_names) > MAX_ENV
-            or any(p.rank > MAX_RANK for p in tensors) or any(p.dtype not in _SCALAR_KINDS for p in scalars)):
+            or any(p.rank > MAX_RANK for p in tensors) or any(p.dtype not in _SCALAR_KINDS for p in scalars)
+            or len(sig.tensor_maps) > MAX_MAPS):
         return None
     tensor_index = {p.name: i for i, p in enumerate(tensors)}
     scalar_index = {p.name: i for i, p in enumerate(scalars)}
     symbol_index = {s: i for i, s in enumerate(sig.symbols)}
+    map_index = {m.name: i for i, m in enumerate(sig.tensor_maps)}
     inputs = [sig.params[i] for i in sig.input_indices]
     bound = {d for p in inputs if isinstance(p, TensorParam) for d in p.shape if isinstance(d, str)}
     if bound != set(sig.symbols):
@@ -130,11 +142,16 @@ def plan_spec(signature: KernelSignature, device_type: int = KDL_CUDA) -> bytes 
     words += [tensor_index[sig.params[i].name] for i in sig.out_idx]
     for name in sig.cuda_params:
         words += ([0, tensor_index[name]] if name in tensor_index else [1, scalar_index[name]]
-                  if name in scalar_index else [2, symbol_index[name]])
+                  if name in scalar_index else [3, map_index[name]] if name in map_index else [2, symbol_index[name]])
     pairs = alias_pairs([p for p in inputs if isinstance(p, TensorParam)])
     words[10] = len(pairs)
     for a, b in pairs:
         words += [tensor_index[a.name], tensor_index[b.name]]
+    words.append(len(sig.tensor_maps))
+    for m in sig.tensor_maps:
+        words += [tensor_index[m.tensor], tensor_map.DATA_TYPES[m.dtype], m.rank, DTYPES[m.dtype].itemsize,
+                  tensor_map.INTERLEAVES[m.interleave], tensor_map.SWIZZLES[m.swizzle],
+                  tensor_map.L2_PROMOTIONS[m.l2_promotion], tensor_map.OOB_FILLS[m.oob_fill], *reversed(m.box)]
     for program in programs:
         words += [len(program), *program]
     return array("q", words).tobytes()
