@@ -13,8 +13,8 @@ BODY = """
       %v = vector.load %X[%bx, %c0] : memref<?x64xbf16>, vector<4xbf16>
       vector.store %v, %Y[%bx, %c0] : memref<?x64xbf16>, vector<4xbf16>"""
 PARAMS = [("X", "memref<?x64xbf16>"), ("Y", "memref<?x64xbf16>")]
-MAPS = ('[{tensor = "X", name = "X_map", box = array<i64: 64, 64>, swizzle = 128 : i64, l2_promotion = 256 : i64}, '
-        '{tensor = "Y", name = "int", box = array<i64: 8, 32>}]')
+MAPS = ('{X_map = {tensor = 0 : i64, box = [64, 64], swizzle = 128 : i64, l2_promotion = 256 : i64}, '
+        'int = {tensor = 1 : i64, box = [8, 32]}}')
 
 
 def emit_with(maps: str):
@@ -42,13 +42,12 @@ def test_a_kernel_without_maps_declares_no_map_type():
 
 
 @pytest.mark.parametrize("maps, message", [
-    ('{tensor = "X"}', "'tile.tensor_maps' must be an array of dictionaries"),
-    ('[{tensor = "X", name = "X_map"}]', "'tile.tensor_maps' must be an array of dictionaries"),
-    ('[{tensor = "X", name = "X_map", box = [64, 64]}]', "an i64 array 'box'"),
-    ('[{tensor = "X", name = "X_map", box = array<i64: 64, 64>, swizle = 128 : i64}]', "optional integer 'swizzle'"),
-    ('[{tensor = "Z", name = "Z_map", box = array<i64: 64, 64>}]',
-     "the kernel signature of k is invalid: .*tensor map 'Z_map': 'Z' is not a tensor param"),
-    ('[{tensor = "X", name = "X_map", box = array<i64: 64, 128>, swizzle = 128 : i64}]',
+    ('[{tensor = 0 : i64}]', "'tile.tensor_maps' must be a dictionary from map name to"),
+    ('{X_map = {tensor = 0 : i64}}', "'tile.tensor_maps' must be a dictionary from map name to .*got X_map"),
+    ('{X_map = {tensor = 0 : i64, box = array<i64: 64, 64>}}', "box = .i64...."),
+    ('{X_map = {tensor = 0 : i64, box = [64, 64], swizle = 128 : i64}}', "optional swizzle and l2_promotion"),
+    ('{Z_map = {tensor = 5 : i64, box = [64, 64]}}', "(an argument).*got Z_map"),
+    ('{X_map = {tensor = 0 : i64, box = [64, 128], swizzle = 128 : i64}}',
      "the innermost box dim spans 256 bytes, more than the 128-byte swizzle width"),
 ])
 def test_a_malformed_or_invalid_attribute_is_an_error(maps, message):

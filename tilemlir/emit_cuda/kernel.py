@@ -78,32 +78,36 @@ def find_kernel(module: ir.Operation) -> KernelIR:
         block=_block_size(launch),
         out_idx=abi.out_idx,
         min_blocks=_min_blocks(launch),
-        tensor_maps=_tensor_maps(abi.function),
+        tensor_maps=_tensor_maps(abi.function, abi.arg_names),
     )
 
 
-def _tensor_maps(func: ir.Operation) -> tuple[TensorMapAttr, ...]:
-    """`tile.tensor_maps`: an array of {tensor = "A", name = "A_map", box = array<i64: 64, 64>,
-    swizzle = 128 : i64, l2_promotion = 256 : i64} (swizzle and l2_promotion default to 0); the
-    signature validates the values."""
+def _tensor_maps(func: ir.Operation, arg_names: tuple[str, ...]) -> tuple[TensorMapAttr, ...]:
+    """`tile.tensor_maps` (`dialects/bulk_copy.py`): a dictionary from map name to {tensor = i64 (the
+    argument it describes), box = [i64...], swizzle = i64, l2_promotion = i64} (swizzle and
+    l2_promotion default to 0), in name order; the signature validates the values."""
     if TENSOR_MAPS not in func.attributes:
         return ()
     attr = func.attributes[TENSOR_MAPS]
-    problem = f"'{TENSOR_MAPS}' must be an array of dictionaries with string 'tensor' and 'name', an i64 array " \
-              "'box' and optional integer 'swizzle' and 'l2_promotion'"
-    if not isinstance(attr, ir.ArrayAttr) or not all(isinstance(a, ir.DictAttr) for a in attr):
+    problem = f"'{TENSOR_MAPS}' must be a dictionary from map name to {{tensor = i64 (an argument), box = [i64...], " \
+              "optional swizzle and l2_promotion integers}"
+    if not isinstance(attr, ir.DictAttr):
         raise error(func, f"{problem}, got {attr}")
     maps = []
-    for entry in attr:
-        keys = {entry[i].name for i in range(len(entry))}
-        if not {"tensor", "name", "box"} <= keys <= {"tensor", "name", "box", "swizzle", "l2_promotion"} \
-                or not all(isinstance(entry[k], ir.StringAttr) for k in ("tensor", "name")) \
-                or not isinstance(entry["box"], ir.DenseI64ArrayAttr) \
-                or not all(isinstance(entry[k], ir.IntegerAttr) for k in ("swizzle", "l2_promotion") if k in keys):
-            raise error(func, f"{problem}, got {entry}")
+    for i in range(len(attr)):
+        name, entry = attr[i].name, attr[i].attr
+        keys = {entry[j].name for j in range(len(entry))} if isinstance(entry, ir.DictAttr) else set()
+        if not {"tensor", "box"} <= keys <= {"tensor", "box", "swizzle", "l2_promotion"} \
+                or not isinstance(entry["box"], ir.ArrayAttr) \
+                or not all(isinstance(v, ir.IntegerAttr) for v in entry["box"]) \
+                or not all(isinstance(entry[k], ir.IntegerAttr) for k in ("tensor", "swizzle", "l2_promotion")
+                           if k in keys) \
+                or not 0 <= entry["tensor"].value < len(arg_names):
+            raise error(func, f"{problem}, got {name} = {entry}")
         setting = lambda key: entry[key].value if key in keys else 0  # noqa: E731
-        maps.append(TensorMapAttr(entry["tensor"].value, entry["name"].value, tuple(entry["box"]),
-                                  setting("swizzle"), setting("l2_promotion")))
+        maps.append(TensorMapAttr(arg_names[entry["tensor"].value], name,
+                                  tuple(ir.IntegerAttr(v).value for v in entry["box"]), setting("swizzle"),
+                                  setting("l2_promotion")))
     return tuple(maps)
 
 
