@@ -139,6 +139,13 @@ def buffer_alignment(width: int, read_by_wgmma: bool) -> int:
     return SWIZZLE_128_ALIGN if width == 128 else BASE_ALIGN
 
 
+def alloca_alignment(alloca: Any) -> int:
+    """`buffer_alignment` of a shared alloca: its `tile.swizzle`, and whether a `tile.wgmma_desc` reads it."""
+    width = alloca.attributes[SWIZZLE_ATTR].value if SWIZZLE_ATTR in alloca.attributes else 0
+    read_by_wgmma = any(use.owner.name == "tile.wgmma_desc" for use in alloca.results[0].uses)
+    return buffer_alignment(width, read_by_wgmma)
+
+
 # -- wgmma descriptors -----------------------------------------------------------------------------
 
 # The descriptor's leading byte offset where the ISA does not use it (K-major swizzled tiles): 1 in its units.

@@ -25,6 +25,7 @@ bytes); the runtime encodes each per launch (a `__grid_constant__ CUtensorMap` p
 from collections.abc import Sequence
 
 from tilemlir.dialects.tile import SHARED, Tile, _checked, _i64, _int_attr, _without_segments, memory_space
+from tilemlir.dialects.warpgroup import _launch_problem
 from tilemlir.ir_util import enclosing
 from tilemlir.mlir import ext, ir
 
@@ -44,12 +45,6 @@ def _barriers_problem(type_: ir.Type) -> str | None:
     return None
 
 
-def _in_launch(op) -> str | None:
-    if enclosing(op.operation, "gpu.launch") is None:
-        return "must be inside a gpu.launch (a thread-level op)"
-    return None
-
-
 class MbarrierInitOp(Tile.Operation, name="mbarrier_init"):
     """`mbarrier.init.shared::cta.b64`: barrier `index` of `bars` expects `count` arrivals a phase.
 
@@ -65,7 +60,7 @@ class MbarrierInitOp(Tile.Operation, name="mbarrier_init"):
         count = _int_attr(self, "count")
         if count is None or not 1 <= count < (1 << 20):
             return f"'count' must be an arrival count in 1..{(1 << 20) - 1}, got {count}"
-        return _barriers_problem(self.operation.operands[0].type) or _in_launch(self)
+        return _barriers_problem(self.operation.operands[0].type) or _launch_problem(self)
 
 
 class MbarrierArriveExpectTxOp(Tile.Operation, name="mbarrier_arrive_expect_tx"):
@@ -84,7 +79,7 @@ class MbarrierArriveExpectTxOp(Tile.Operation, name="mbarrier_arrive_expect_tx")
         size = _int_attr(self, "bytes")
         if size is None or not 0 < size <= MAX_TRANSACTION_BYTES:
             return f"'bytes' must be in 1..{MAX_TRANSACTION_BYTES}, got {size}"
-        return _barriers_problem(self.operation.operands[0].type) or _in_launch(self)
+        return _barriers_problem(self.operation.operands[0].type) or _launch_problem(self)
 
 
 class MbarrierArriveOp(Tile.Operation, name="mbarrier_arrive"):
@@ -98,7 +93,7 @@ class MbarrierArriveOp(Tile.Operation, name="mbarrier_arrive"):
 
     @_checked
     def verify_invariants(self):
-        return _barriers_problem(self.operation.operands[0].type) or _in_launch(self)
+        return _barriers_problem(self.operation.operands[0].type) or _launch_problem(self)
 
 
 class MbarrierWaitOp(Tile.Operation, name="mbarrier_wait"):
@@ -114,7 +109,7 @@ class MbarrierWaitOp(Tile.Operation, name="mbarrier_wait"):
 
     @_checked
     def verify_invariants(self):
-        return _barriers_problem(self.operation.operands[0].type) or _in_launch(self)
+        return _barriers_problem(self.operation.operands[0].type) or _launch_problem(self)
 
 
 class FenceMbarrierInitOp(Tile.Operation, name="fence_mbarrier_init"):
@@ -126,7 +121,7 @@ class FenceMbarrierInitOp(Tile.Operation, name="fence_mbarrier_init"):
 
     @_checked
     def verify_invariants(self):
-        return _in_launch(self)
+        return _launch_problem(self)
 
 
 class TmaLoadOp(Tile.Operation, name="tma_load"):
@@ -150,7 +145,7 @@ class TmaLoadOp(Tile.Operation, name="tma_load"):
         dst, bars = operands[0].type, operands[1].type
         if memory_space(dst) != SHARED:
             return f"dst must be a shared buffer, got {dst}"
-        problem = _barriers_problem(bars) or _in_launch(self)
+        problem = _barriers_problem(bars) or _launch_problem(self)
         if problem:
             return problem
         name = ir.StringAttr(self.operation.attributes["map"]).value

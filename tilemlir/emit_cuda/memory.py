@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, buffer_alignment
+from tilemlir.analysis.shared_layouts import alloca_alignment
 from tilemlir.diagnostics.reporting import error
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
@@ -58,7 +58,7 @@ class Memory:
         self.buffers: dict[ir.Value, Buffer] = {}
         self.shared_offsets, self.shared_bytes = _plan_shared(kernel)
         # the largest alignment a buffer's swizzle needs (plan-shared-memory aligned its offset so)
-        self.shared_align = max([SHARED_ALIGN] + [_alignment(op) for op in self.shared_offsets])
+        self.shared_align = max([SHARED_ALIGN] + [alloca_alignment(op) for op in self.shared_offsets])
         self._launch = kernel.launch
         written = _written_memrefs(kernel.func)
         for arg, py_name, dims in zip(kernel.args, kernel.arg_names, kernel.arg_dims):
@@ -201,8 +201,3 @@ def _layout_comment(op: ir.Operation) -> str:
         return f"  // layout {attr}"
     text = f"  // layout: thread {thread_map}, register {local_map}"
     return text + (f", replicated x{replicate}" if replicate > 1 else "")
-
-
-def _alignment(alloca: ir.Operation) -> int:
-    read_by_wgmma = any(use.owner.name == "tile.wgmma_desc" for use in alloca.results[0].uses)
-    return buffer_alignment(irutil.int_attr(alloca, SWIZZLE_ATTR) or 0, read_by_wgmma)

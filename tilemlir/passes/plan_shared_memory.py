@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, buffer_alignment
+from tilemlir.analysis.shared_layouts import alloca_alignment
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import SHARED, memory_space
 from tilemlir.hardware import format_bytes, max_shared_bytes
@@ -74,9 +74,7 @@ def _plan(launch: ir.Operation, arch: str) -> None:
         if memory_space(type_) != SHARED:
             continue
         start, end = _live_range(alloca, positions, spans)
-        width = alloca.attributes[SWIZZLE_ATTR].value if SWIZZLE_ATTR in alloca.attributes else 0
-        read_by_wgmma = any(operation(use.owner).name == "tile.wgmma_desc" for use in alloca.results[0].uses)
-        placed.append(_Buffer(alloca, _bytes(type_), buffer_alignment(width, read_by_wgmma), start, end))
+        placed.append(_Buffer(alloca, _bytes(type_), alloca_alignment(alloca), start, end))
     barriers = sorted(positions[op] for op in _children(launch) if op.name == "gpu.barrier")
     for index, buffer in enumerate(placed):
         buffer.offset = _first_fit(buffer, [p for p in placed[:index] if not _apart(p, buffer, barriers)])

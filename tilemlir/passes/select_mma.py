@@ -39,7 +39,7 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.analysis.shared_layouts import swizzle_width
 from tilemlir.dialects.tensor_core_ops import MMA_ATTR, MMA_INSTRUCTIONS, POLICIES, POLICY_ATTR, WGMMA_SHAPE, mma_attr
-from tilemlir.dialects.tile import FRAGMENT, SHARED, memory_space
+from tilemlir.dialects.tile import FRAGMENT, SHARED, _element_bytes, memory_space
 from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
 from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
@@ -126,7 +126,7 @@ def wgmma_grid(gemm: ir.Operation, threads: int, policy: str | None) -> tuple[in
     m, n = c.type.shape
     groups = threads // WARPGROUP
     b_mn_major = not ir.BoolAttr(gemm.attributes["transpose_b"]).value
-    panel = widths[1] // _element_bytes(b.type) if b_mn_major else ATOM_N
+    panel = widths[1] // _element_bytes(b.type.element_type) if b_mn_major else ATOM_N
     grids = [(gm, groups // gm) for gm in range(groups, 0, -1) if groups % gm == 0]
     if policy == "full_row":
         grids = grids[:1]
@@ -145,11 +145,7 @@ def _swizzle_of(operand: ir.Value) -> int | None:
     alloc = defining_op(operand)
     if alloc is None or alloc.name != "tile.alloc_shared" or operand.type.rank != 2:
         return None
-    return swizzle_width(operand.type.shape[-1] * _element_bytes(operand.type)) or None
-
-
-def _element_bytes(type_: ir.MemRefType) -> int:
-    return -(-type_.element_type.width // 8)
+    return swizzle_width(operand.type.shape[-1] * _element_bytes(operand.type.element_type)) or None
 
 
 def _ineligible(gemm: ir.Operation, threads: int) -> str | None:
