@@ -118,7 +118,8 @@ def artifact_resources(directory: Path, built: dict[str, Any]) -> dict[str, Any]
     found["path"] = gemm_cases.matrix_path(found.get("opcodes"), source)
     if "compile_s" in built:
         found["compile_s"] = built["compile_s"]
-    found["extra_args"] = {k: v for k, v in built.get("kwargs", {}).items() if k not in ("N", "K", "dtype")}
+    found["extra_args"] = {**{k: v for k, v in built.get("kwargs", {}).items() if k not in ("N", "K", "dtype")},
+                           **built.get("compile_options", {})}  # the compile options (tensor_cores, tma) beside them
     return found
 
 

@@ -10,7 +10,7 @@ LDSM / LDGSTS counts) and hence which path the kernel took: "mma.sync" (tensor c
 others still build (exit status 1 then).
 
     python3 -m benchmarks.build_gemm_artifacts [--dtypes bf16] [--shapes 4096^3] [--clean]
-        [--kernel-args '{"block_K": 64}']
+        [--kernel-args '{"block_K": 64}'] [--compile-args '{"tensor_cores": "wgmma"}']
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arch", default="sm_90a", help="arch the artifacts must be built for (default %(default)s)")
     parser.add_argument("--kernel-args", type=json.loads, default={},
                         help="JSON object of extra factory arguments (block_M, block_K, num_stages, threads, ...)")
+    parser.add_argument("--compile-args", type=json.loads, default={},
+                        help="JSON object of compile options (e.g. {\"tensor_cores\": \"wgmma\"})")
     parser.add_argument("--clean", action="store_true", help="remove the artifact root first")
     return parser
 
@@ -71,10 +73,10 @@ def factory_kwargs(dtype: str, n: int, k: int, extra: dict[str, Any]) -> dict[st
     return {"N": n, "K": k, "dtype": dtype, **extra}
 
 
-def compile_gemm(factory: Any, kwargs: dict[str, Any]) -> Any:
+def compile_gemm(factory: Any, kwargs: dict[str, Any], options: dict[str, Any]) -> Any:
     import tilemlir
 
-    return tilemlir.compile(factory.instantiate(**kwargs), target="cuda")
+    return tilemlir.compile(factory.instantiate(**kwargs), target="cuda", **options)
 
 
 def inspect_artifact(directory: Path, name: str) -> dict[str, Any]:
@@ -83,8 +85,8 @@ def inspect_artifact(directory: Path, name: str) -> dict[str, Any]:
     return found
 
 
-def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: dict[str, Any]
-          ) -> tuple[dict[str, Any], list[str]]:
+def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: dict[str, Any],
+          options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Export every artifact; returns (manifest entries by id, failure messages)."""
     factory = load_factory()
     entries, failed = {}, []
@@ -92,7 +94,7 @@ def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: di
         kwargs = factory_kwargs(dtype, n, k, extra)
         started = time.perf_counter()
         try:
-            kernel = compile_gemm(factory, kwargs)
+            kernel = compile_gemm(factory, kwargs, options)
             seconds = time.perf_counter() - started
             target = root / artifact
             if target.exists():
@@ -106,7 +108,7 @@ def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: di
             continue
         resources = inspect_artifact(target, kernel.signature.name)
         path = matrix_path(resources.get("opcodes"), kernel.cuda_source())
-        entries[artifact] = {"factory": f"examples/gemm.py:{FACTORY}", "kwargs": kwargs, "compile_s": round(seconds, 2),
+        entries[artifact] = {"factory": f"examples/gemm.py:{FACTORY}", "kwargs": kwargs, "compile_options": options, "compile_s": round(seconds, 2),
                              "path": path, "resources": resources}
         print(f"built   {artifact}  ({seconds:.1f} s, {dir_size(target) / 1024:.0f} KiB, {path})", flush=True)
     return entries, failed
@@ -151,8 +153,9 @@ def carry_line(artifacts: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not isinstance(args.kernel_args, dict):
-        parser.error("--kernel-args must be a JSON object")
+    for flag, value in (("--kernel-args", args.kernel_args), ("--compile-args", args.compile_args)):
+        if not isinstance(value, dict):
+            parser.error(f"{flag} must be a JSON object")
     try:
         cases = gemm_cases.select_cases(split_list(args.dtypes), split_list(args.shapes))
         ids = gemm_cases.artifact_ids(cases)
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.clean and args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    entries, failed = build(ids, args.out, args.arch, args.kernel_args)
+    entries, failed = build(ids, args.out, args.arch, args.kernel_args, args.compile_args)
     write_manifest(args.out, entries)
     paths = sorted({e["path"] for e in entries.values()})
     total = dir_size(args.out)

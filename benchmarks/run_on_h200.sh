@@ -6,6 +6,10 @@
 #       carry=[".whl", "benchmarks/artifacts"]; ARGS e.g. --kernels softmax --quick
 #   bash benchmarks/run_on_h200.sh gemm [ARGS]       issue 16: mma_ceiling.py, then bench_gemm.py
 #       carry=[".whl", "benchmarks/artifacts_gemm"]; ARGS e.g. --dtypes bf16 --shapes 4096^3
+#   bash benchmarks/run_on_h200.sh fp8 [ARGS]        issue 20: test/gpu/test_fp8_gemm_gpu.py, then bench_fp8_gemm.py
+#       carry=["test/gpu/artifacts", "benchmarks/artifacts_fp8_gemm"]; ARGS go to the bench, e.g. --quick
+#   bash benchmarks/run_on_h200.sh attention [ARGS]  issue 19: bench_attention.py (ours vs SDPA cuDNN / flash)
+#       carry=["benchmarks/artifacts_attention"]; ARGS e.g. --shapes 4x32x4096x128 --quick
 #   bash benchmarks/run_on_h200.sh tests [ARGS]      pytest test/gpu and the runtime fast-path tests
 #       carry=["test/gpu/artifacts"]; ARGS e.g. -k gemm
 #   bash benchmarks/run_on_h200.sh sanitize          compute-sanitizer memcheck and racecheck over
@@ -22,7 +26,7 @@ OUT=${OUT:-$PWD/bench_out}
 mkdir -p "$OUT"
 MODE=memory
 case "${1:-}" in
-  memory|gemm|tests|sanitize) MODE=$1; shift ;;
+  memory|gemm|fp8|attention|tests|sanitize) MODE=$1; shift ;;
 esac
 [ -z "${CUDA_HOME:-}" ] && [ -d /usr/local/cuda ] && export CUDA_HOME=/usr/local/cuda
 [ -n "${CUDA_HOME:-}" ] && export PATH="$CUDA_HOME/bin:$PATH"
@@ -64,6 +68,19 @@ case $MODE in
     echo "== GEMM benchmark (benchmarks/bench_gemm.py), --budget-s $BUDGET =="
     python3 -m benchmarks.bench_gemm "${NO_TILELANG[@]}" --budget-s "$BUDGET" --out "$OUT" "$@" 2>&1 \
       | tee "$OUT/bench_gemm.log"
+    ;;
+  fp8)
+    artifacts_of test/gpu/artifacts "python3 test/gpu/build_artifacts.py"
+    artifacts_of benchmarks/artifacts_fp8_gemm "python3 -m benchmarks.build_fp8_gemm_artifacts"
+    timeout 240 python3 -m pytest -q -p no:cacheprovider -rs test/gpu/test_fp8_gemm_gpu.py 2>&1 | tee "$OUT/test_fp8_gpu.log"
+    BUDGET=$(( 500 - SECONDS ))
+    [ "$BUDGET" -lt 60 ] && BUDGET=60
+    echo "== fp8 GEMM benchmark (benchmarks/bench_fp8_gemm.py), --budget-s $BUDGET =="
+    python3 -m benchmarks.bench_fp8_gemm --budget-s "$BUDGET" --out "$OUT" "$@" 2>&1 | tee "$OUT/bench_fp8_gemm.log"
+    ;;
+  attention)
+    artifacts_of benchmarks/artifacts_attention "python3 -m benchmarks.build_attention_artifacts --clean"
+    python3 -m benchmarks.bench_attention --out "$OUT" "$@" 2>&1 | tee "$OUT/bench_attention.log"
     ;;
   tests)
     if ! python3 -c "import pytest" 2>/dev/null; then

@@ -3,7 +3,10 @@
 Each block computes a `block_M x block_N` tile of C. It walks K in
 `block_K` steps: tiles of A and B are copied into shared memory (software
 pipelined `num_stages` deep) and multiplied into a register accumulator,
-which is finally copied out (rounded to C's dtype).
+which is finally copied out (rounded to C's dtype). `enable_rasterization`
+walks the blocks in panels `panel_size` tiles wide (`T.use_swizzle`, as
+TileLang's example does) so that blocks running together share tiles of A
+and B in L2.
 """
 
 import tilemlir
@@ -12,7 +15,7 @@ import tilemlir.language as T
 
 @tilemlir.jit(out_idx=[-1])
 def matmul(N=4096, K=4096, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float32",
-           num_stages=3, threads=128):
+           num_stages=3, threads=128, enable_rasterization=False, panel_size=10):
     M = T.symbolic("M")
 
     @T.prim_func
@@ -21,6 +24,7 @@ def matmul(N=4096, K=4096, block_M=128, block_N=128, block_K=32, dtype="float16"
             A_s = T.alloc_shared((block_M, block_K), dtype)
             B_s = T.alloc_shared((block_K, block_N), dtype)
             C_f = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(panel_size=panel_size, enable=enable_rasterization)
             T.clear(C_f)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_s)

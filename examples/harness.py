@@ -3,7 +3,8 @@
 `run_example` prints the kernel's frontend IR, compiles it for `--target`
 (cpu by default), launches it on fresh random inputs and compares every
 output with a float64 numpy reference by relative norm error. Kernels follow the out_idx convention: they are
-called with their inputs and return their outputs.
+called with their inputs and return their outputs; `compile_options` (e.g. tensor_cores) go to
+`tilemlir.compile` for either target.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def run_example(
     reference: Callable[..., list],
     tolerance: float,
     argv: list[str] | None = None,
+    compile_options: dict | None = None,
 ) -> int:
     parser = argparse.ArgumentParser(description="compile, run and check this example kernel")
     parser.add_argument("--target", default="cpu", choices=("cpu", "cuda"))
@@ -41,7 +43,7 @@ def run_example(
 
     print(tilemlir.lower(kernel_fn, stage="frontend"))
     try:
-        kernel = tilemlir.compile(kernel_fn, target=args.target)
+        kernel = tilemlir.compile(kernel_fn, target=args.target, **(compile_options or {}))
     except tilemlir.CompileError as err:
         print(f"cannot run the kernel: {err}", file=sys.stderr)
         return 1

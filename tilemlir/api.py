@@ -2,7 +2,7 @@
 
 The frontend stage is built here; every later stage and all code generation
 go through `tilemlir.driver` (`compile_module(module, info, options)`, which
-returns a `CompileResult`, and `lower_module(module, stage)`), imported on
+returns a `CompileResult`, and `lower_module(module, stage, options)`), imported on
 first use so that decorating a kernel loads no MLIR. Keyword options become
 a typed record (`tilemlir.options`) before anything compiles.
 """
@@ -26,6 +26,7 @@ from tilemlir.frontend.info import KernelInfo
 from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, options_for
 from tilemlir.pass_configs import options_from_pass_configs
 from tilemlir.pipeline import STAGES
+from tilemlir.runtime.torch_ops import compiling, lookup, track
 
 log = logging.getLogger("tilemlir.jit")
 compile_log = logging.getLogger("tilemlir.compile")  # one INFO line per compile (TILEMLIR_LOG_COMPILES)
@@ -143,6 +144,7 @@ class JitFunction:
         self._frontend: FrontendResult | None = None
         self._instances: dict = {}
         self._compiled: dict = {}
+        self.trace_key = track(self)  # how a torch.compile trace finds this function (_traced_jit_call)
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -381,12 +383,53 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         """A factory's compiled `Kernel` for these compile-time values; a kernel's launch on these arrays (compiled
         on first use); an eager function's outputs (specialized and compiled for these arguments)."""
+        if compiling():
+            return _traced_jit_call(self, args, kwargs)
         if self.kind == "factory":
             return self.instantiate(*args, **kwargs).compile()
         if self.kind == "eager":
             return self._eager_call(args, kwargs)
         return self.compile()(*args, **kwargs)
 
+
+def _traced_jit_call(function: JitFunction, args: tuple, kwargs: dict):
+    """`function(*args, **kwargs)` as torch.compile's trace sees it: compiling runs outside the trace
+    (`_compile_for_trace`), the compiled kernel's call is its custom op (tilemlir.runtime.torch_ops)."""
+    if _is_factory_for_trace(function.trace_key):
+        return getattr(_TRACED_KERNELS, _compile_for_trace(function.trace_key, args, kwargs))
+    return getattr(_TRACED_KERNELS, _compile_for_trace(function.trace_key, (), {}))(*args, **kwargs)
+
+
+class _TracedKernels:
+    """The kernels `_compile_for_trace` made, as attributes named by their launcher's trace key: a trace reads
+    an attribute when it is asked for (a dict it read before would not show a kernel added later)."""
+
+
+_TRACED_KERNELS = _TracedKernels()
+
+
+def _is_factory_for_trace(key: str) -> bool:
+    """Whether the JitFunction tracked as `key` is a factory (run by Dynamo, not traced: it may read the source)."""
+    return lookup(key).kind == "factory"
+
+
+def _compile_for_trace(key: str, args: tuple, kwargs: dict) -> str:
+    """Compile the JitFunction tracked as `key` (a factory for `args`, `kwargs`) outside the trace; the name of
+    the compiled kernel in `_TRACED_KERNELS`."""
+    function = lookup(key)
+    if function.kind == "eager":
+        raise CompileError(f"'{function.fn.__name__}' is an eager kernel, specialized on its tensor arguments, "
+                           "which torch.compile's trace does not have: compile it outside the compiled function, "
+                           f"`kernel = {function.fn.__name__}.compile(...)`, and call `kernel` inside it",
+                           function._def_location())
+    kernel = function.instantiate(*args, **kwargs).compile() if function.kind == "factory" else function.compile()
+    setattr(_TRACED_KERNELS, kernel.compiled.trace_key, kernel)
+    return kernel.compiled.trace_key
+
+
+# What torch._dynamo.assume_constant_result sets (without importing torch): Dynamo runs these, not traces them.
+_is_factory_for_trace._dynamo_marked_constant = True
+_compile_for_trace._dynamo_marked_constant = True
 
 _CPU_OPTIONS = frozenset(f.name for f in fields(CpuOptions))
 
@@ -499,7 +542,12 @@ class Kernel:
             raise CompileError(
                 f"stage '{stage}' is not part of this kernel's compilation (it has: {', '.join(self.stage_ir)})"
             )
-        return _driver().lower_module(self._frontend.module(), stage)
+        return _driver().lower_module(self._frontend.module(), stage, self.options)
+
+    def as_torch_op(self):
+        """This kernel as a torch custom op, `torch.ops.tilemlir.<name>_<hash>.default` (an `OpOverload`):
+        what a call inside a `torch.compile`d function becomes (docs/api.md, "torch.compile and CUDA graphs")."""
+        return self.compiled.as_torch_op()
 
     def __call__(self, *args, **kwargs):
         """Launch on the inputs (the parameters not in `out_idx`, in order); returns the outputs."""
@@ -636,16 +684,19 @@ def compile(fn, target: str = DEFAULT_TARGET, **options) -> Kernel:  # noqa: A00
 
 
 @_user_facing
-def lower(fn, stage: str = FRONTEND, debuginfo: bool = False) -> str:
-    """The IR text of kernel function `fn` after `stage` ("frontend", "thread" or "final").
+def lower(fn, stage: str = FRONTEND, debuginfo: bool = False, target: str | None = None, **options) -> str:
+    """The IR text of kernel function `fn` after `stage` ("frontend", "thread" or "final"), lowered as
+    `tilemlir.compile(fn, target, **options)` lowers it (e.g. wgmma or mma.sync, TMA or cp.async).
 
     The text parses in `tile-opt`; `debuginfo=True` includes the `loc(...)` of every op.
     """
     _check_stage(stage)
-    frontend = _kernel_function(fn).frontend()
+    function = _kernel_function(fn)
+    record = options_for(target or function.target or DEFAULT_TARGET, {**function.options, **options})
+    frontend = function.frontend()
     if stage == FRONTEND:
         return frontend.ir(debuginfo)
-    return _driver().lower_module(frontend.module(), stage)
+    return _driver().lower_module(frontend.module(), stage, record)
 
 
 __all__ = ["jit", "compile", "lower", "JitFunction", "Kernel", "FrontendResult", "known_stages"]

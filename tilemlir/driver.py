@@ -1,6 +1,6 @@
 """The compiler driver: frontend IR -> pipeline stages -> CUDA (NVRTC) or CPU (llvmlite) kernels.
 
-`tilemlir.api` calls `lower_module` for `tilemlir.lower(fn, stage)` and
+`tilemlir.api` calls `lower_module` for `tilemlir.lower(fn, stage, target, **options)` and
 `compile_module` (with the target's typed options record, already checked,
 `tilemlir.options`) for `tilemlir.compile(fn, target)`. The stage pipelines
 live in `tilemlir.pipeline`; this module only runs them, keeps the IR of
@@ -22,7 +22,8 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, tensor_core_instruction
+from tilemlir.options import (CpuOptions, CudaOptions, TargetOptions, tensor_core_instruction, use_tma,
+                              use_warp_specialization)
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
 
@@ -50,13 +51,23 @@ class _Dumper:
         self.count += 1
 
 
-def _stage_pipeline(stage: str, instruction: str | None) -> list:
-    if instruction == "mma_sync":
-        return STAGE_PIPELINES[stage]
-    from tilemlir.passes.select_mma import SelectMmaOptions
+def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_specialize: bool) -> list:
+    passes: list = list(STAGE_PIPELINES[stage])
+    if instruction != "mma_sync":
+        from tilemlir.passes.select_mma import SelectMmaOptions
 
-    select = SelectMmaOptions(enable=instruction is not None, instruction=instruction or "mma_sync")
-    return [("select-mma", select) if p == "select-mma" else p for p in STAGE_PIPELINES[stage]]
+        select = SelectMmaOptions(enable=instruction is not None, instruction=instruction or "mma_sync")
+        passes = [("select-mma", select) if p == "select-mma" else p for p in passes]
+    if tma:
+        from tilemlir.passes.plan_pipeline import PlanPipelineOptions
+
+        passes = [("plan-pipeline", PlanPipelineOptions(tma=True)) if p == "plan-pipeline" else p for p in passes]
+    if warp_specialize:
+        from tilemlir.passes.warp_specialize import WarpSpecializeOptions
+
+        split = WarpSpecializeOptions(enable=True)
+        passes = [("warp-specialize", split) if p == "warp-specialize" else p for p in passes]
+    return passes
 
 
 def _dumper(module: ir.Module) -> _Dumper:
@@ -65,10 +76,13 @@ def _dumper(module: ir.Module) -> _Dumper:
 
 
 def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
-               instruction: str | None = "mma_sync") -> tuple[dict[str, str], dict[str, float]]:
+               instruction: str | None = "mma_sync", tma: bool = False,
+               warp_specialize: bool = False) -> tuple[dict[str, str], dict[str, float]]:
     """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds.
     `dumper` continues the numbering of a dump begun by the caller; `instruction` is the tensor-core
-    instruction select-mma tries first ("mma_sync" or "wgmma"; None: every gemm on CUDA cores)."""
+    instruction select-mma tries first ("mma_sync" or "wgmma"; None: every gemm on CUDA cores); `tma`
+    makes plan-pipeline give ring copies TMA can run to TMA; `warp_specialize` gives them to a producer
+    warpgroup (warp-specialize)."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
     dumper = dumper or _dumper(module)
@@ -78,7 +92,7 @@ def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
     for stage in STAGES:
         start = time.perf_counter()
         if STAGE_PIPELINES[stage]:
-            run_pipeline(module, _stage_pipeline(stage, instruction), after_pass=dumper.after_pass)
+            run_pipeline(module, _stage_pipeline(stage, instruction, tma, warp_specialize), after_pass=dumper.after_pass)
         seconds[stage] = time.perf_counter() - start
         texts[stage] = _text(module)
         if stage == until:
@@ -86,10 +100,21 @@ def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
     return texts, seconds
 
 
-def lower_module(module: ir.Module, stage: str) -> str:
-    """The IR text of `module` (frontend IR) after `stage`."""
+def lower_module(module: ir.Module, stage: str, options: TargetOptions) -> str:
+    """The IR text of `module` (frontend IR) after `stage`, lowered as a compile with `options` lowers it."""
     with module.context:
-        return run_stages(module, stage)[0][stage]
+        return run_stages(module, stage, **_lowering_choices(options))[0][stage]
+
+
+def _lowering_choices(options: TargetOptions) -> dict[str, Any]:
+    """run_stages' `instruction`, `tma` and `warp_specialize` for a compile with `options` (CUDA: for the arch it builds for)."""
+    arch = None
+    if isinstance(options, CudaOptions):
+        from tilemlir.runtime.nvrtc import resolve_arch
+
+        arch = resolve_arch(options.arch)
+    return {"instruction": tensor_core_instruction(options.tensor_cores, arch), "tma": use_tma(options.tma, arch),
+            "warp_specialize": use_warp_specialization(options.warp_specialize, options.tma)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +141,7 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: CudaOptions) -> 
     from tilemlir.runtime.nvrtc import resolve_arch
 
     arch = resolve_arch(options.arch)
-    stage_ir, seconds = run_stages(module, "final", instruction=tensor_core_instruction(options.tensor_cores, arch))
+    stage_ir, seconds = run_stages(module, "final", **_lowering_choices(options))
     start = time.perf_counter()
     emitted = emit(module, fast_math=options.fast_math, index_bits=options.index_bits, arch=arch)
     signature = dataclasses.replace(emitted.signature, out_idx=tuple(info.out_idx))
@@ -140,8 +165,7 @@ def _compile_cpu(module: ir.Module, info: KernelInfo, options: CpuOptions) -> Co
 
     until = "frontend" if options.level == "tile" else "final"
     dumper = _dumper(module)
-    stage_ir, seconds = run_stages(module, until, dumper,
-                                   instruction=tensor_core_instruction(options.tensor_cores, None))
+    stage_ir, seconds = run_stages(module, until, dumper, **_lowering_choices(options))
     start = time.perf_counter()
     kernel = build(module, info, level=options.level, after_pass=dumper.after_pass)
     seconds["llvm"] = time.perf_counter() - start

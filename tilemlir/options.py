@@ -29,9 +29,14 @@ class CudaOptions:
     use_cache: bool = True  # the disk caches (source level and NVRTC)
     # 32 or 64-bit index math; None: 32 where proven exact (emit_cuda/index_width.py).
     index_bits: int | None = None
-    # True: mma.sync (wgmma becomes the sm_90a default once validated on the GPU); "mma_sync" / "wgmma": that
+    # True: wgmma on sm_90a where select-mma can place the gemm, else mma.sync; "mma_sync" / "wgmma": that
     # instruction; False: every T.gemm on CUDA cores (select-mma selects none)
     tensor_cores: bool | str = True
+    # T.Pipelined ring copies TMA can run become TMA boxes on mbarriers (sm_90a); opt-in until a GPU run validates it
+    tma: bool = False
+    # with tma=True: one producer warpgroup (thread ids >= threads) issues the TMA boxes, the user's threads
+    # consume (wait full[s], wgmma, arrive empty[s]); passes/warp_specialize.py
+    warp_specialize: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,16 @@ class CpuOptions:
     index_bits: int | None = None  # the CPU backend computes index math in 64 bits: 64 or None
     # as for CUDA; True is mma.sync (no arch here), "wgmma" makes the thread level simulate the sm_90a lowering
     tensor_cores: bool | str = True
+    tma: bool = False  # as for CUDA: the thread level simulates the TMA pipeline
+    warp_specialize: bool = False  # as for CUDA (needs tma=True)
 
 
 TargetOptions = CudaOptions | CpuOptions
 _RECORDS = {"cuda": CudaOptions, "cpu": CpuOptions}
-_BOOLS = ("fast_math", "use_cache")
+_BOOLS = ("fast_math", "use_cache", "tma", "warp_specialize")
 TENSOR_CORE_INSTRUCTIONS = ("mma_sync", "wgmma")
 WGMMA_ARCHS = ("sm_90a",)
+TMA_ARCHS = ("sm_90a",)
 _INDEX_BITS = {"cuda": (32, 64), "cpu": (64,)}
 
 
@@ -87,15 +95,33 @@ def _check(target: str, name: str, value: Any) -> None:
 
 def tensor_core_instruction(tensor_cores: bool | str, arch: str | None) -> str | None:
     """The instruction select-mma tries first ("wgmma" or "mma_sync"), None for none, for the option
-    `tensor_cores` on `arch` (None: the CPU target, which simulates either)."""
+    `tensor_cores` on `arch` (None: the CPU target, which simulates either). True takes the best the arch
+    has: wgmma on sm_90a (where select-mma cannot place a gemm on wgmma it says why and keeps mma.sync),
+    mma.sync elsewhere and on the CPU target."""
     if tensor_cores is False:
         return None
     if tensor_cores is True:
-        return "mma_sync"
+        return "wgmma" if arch in WGMMA_ARCHS else "mma_sync"
     if tensor_cores == "wgmma" and arch is not None and arch not in WGMMA_ARCHS:
         raise CompileError(f"option tensor_cores='wgmma' needs arch {' or '.join(WGMMA_ARCHS)} (Hopper's wgmma), "
                            f"not {arch}")
     return tensor_cores
+
+
+def use_tma(tma: bool, arch: str | None) -> bool:
+    """Whether plan-pipeline makes ring copies TMA for the option `tma` on `arch` (None: the CPU target)."""
+    if tma and arch is not None and arch not in TMA_ARCHS:
+        raise CompileError(f"option tma=True needs arch {' or '.join(TMA_ARCHS)} (Hopper's TMA), not {arch}")
+    return tma
+
+
+def use_warp_specialization(warp_specialize: bool, tma: bool) -> bool:
+    """Whether warp-specialize splits TMA pipelines into producer and consumer warpgroups (the option
+    `warp_specialize`); it needs the TMA ring copies of `tma=True` (which itself checks the arch)."""
+    if warp_specialize and not tma:
+        raise CompileError("option warp_specialize=True needs tma=True (sm_90a): the producer warpgroup issues "
+                           "the TMA ring copies")
+    return warp_specialize
 
 
 def _check_index_bits(target: str, value: Any) -> None:

@@ -76,9 +76,7 @@ class PassConfigKey(str, Enum):
 
 
 # Why a key changes nothing here, by key (keys not listed have a meaning: _HONOURED).
-_NO_TMA = "tilemlir does not lower copies to TMA"
 _NO_WARP_SPECIALIZATION = "tilemlir does not warp-specialize kernels"
-_NO_WGMMA = "tilemlir does not emit WGMMA"
 _NO_ASYNC = "tilemlir picks cp.async copies itself (T.Pipelined)"
 _OWN_VECTORIZER = "tilemlir's emitter chooses vector widths itself"
 _OWN_SIMPLIFIER = "tilemlir has its own simplification, not TVM's"
@@ -99,7 +97,6 @@ _IGNORED: dict[str, str] = {
     "tl.enable_ptxas_verbose_output": _NVRTC_FLAGS,
     "tl.device_compile_flags": _NVRTC_FLAGS,
     "tl.emit_line_directives": "tilemlir's CUDA carries no #line directives",
-    "tl.disable_tma_lower": _NO_TMA,
     "tl.disable_safe_memory_legalize": "tilemlir always guards out-of-bounds tile accesses",
     "tl.disable_vectorize_256": _OWN_VECTORIZER,
     "tl.disable_dynamic_tail_split": _OWN_VECTORIZER,
@@ -108,7 +105,6 @@ _IGNORED: dict[str, str] = {
     "tl.enable_lower_ldgstg": _OWN_VECTORIZER,
     "tl.enable_lower_ldgstg_predicated": _OWN_VECTORIZER,
     "tl.enable_vectorize_planner_verbose": _DEBUG_OUTPUT,
-    "tl.disable_wgmma": _NO_WGMMA,
     "tl.debug_merge_shared_memory_allocations": _OWN_SHARED_PLAN,
     "tl.enable_aggressive_shared_memory_merge": _OWN_SHARED_PLAN,
     "tl.disable_shared_memory_reuse": _OWN_SHARED_PLAN,
@@ -163,8 +159,21 @@ def _index_bitwidth(key: str, value: Any) -> dict:
     return {} if value == 32 else {"index_bits": 64}
 
 
+def _disable_tma_lower(key: str, value: Any) -> dict:
+    # True: no TMA (tma=False). False leaves the default: TMA is opt-in (tma=True) until a GPU run validates it,
+    # and a TileLang kernel saying False may be built for a GPU without TMA.
+    return {"tma": False} if _flag(key, value) else {}
+
+
+def _disable_wgmma(key: str, value: Any) -> dict:
+    # TileLang falls back to mma.sync; False leaves the choice to tilemlir's default (the option tensor_cores).
+    return {"tensor_cores": "mma_sync"} if _flag(key, value) else {}
+
+
 _HONOURED = {
     "tl.enable_fast_math": _enable_fast_math,
+    "tl.disable_tma_lower": _disable_tma_lower,
+    "tl.disable_wgmma": _disable_wgmma,
     "tl.disable_fast_math": _disable_fast_math,
     "tl.config_index_bitwidth": _index_bitwidth,
 }

@@ -38,6 +38,14 @@ def thread_pipeline() -> list[str]:
         "partition-threads",
         # Needs C as a register array with its layout, which only partition-threads makes.
         "lower-gemm-mma",
+        # plan-pipeline's tile.tma ring copies (kept whole by lower-tile-ops and partition-threads) become an
+        # elected thread's TMA boxes on mbarriers: thread-level ops, so after partition-threads; after
+        # lower-gemm-mma, whose proxy fences are for generic-proxy writers, which TMA is not.
+        "tma-copies",
+        # With warp_specialize=True (else a no-op): tma-copies' issues go to an added producer warpgroup, the
+        # user's threads consume through full/empty mbarriers; needs tma-copies' thread-level form, before the
+        # final stage's guards and shared-memory plan see the launch.
+        "warp-specialize",
     ]
 
 

@@ -14,12 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from example_cases import (ARTIFACTS, CASES, DEBUG_CASES, GEMM_CASES, INDEX_WIDTH_CASES, PIPELINE_CASES,  # noqa: E402
                            RASTER_CASES, STATIC_SHAPE_CASES, kernel_for)
-from mma_cases import CASE_MARKERS, GEMM_EXAMPLE, compile_case  # noqa: E402
+from mma_cases import CASE_MARKERS, FP8_GEMM_EXAMPLE, GEMM_EXAMPLE, compile_case  # noqa: E402
+from attention_cases import ATTENTION_CASES  # noqa: E402
 
 
 def main(names: list[str]) -> int:
     cases = (*CASES, *GEMM_CASES, *INDEX_WIDTH_CASES, *STATIC_SHAPE_CASES, *DEBUG_CASES, *PIPELINE_CASES,
-             *RASTER_CASES, GEMM_EXAMPLE)
+             *RASTER_CASES, GEMM_EXAMPLE, FP8_GEMM_EXAMPLE, *ATTENTION_CASES)
     known = [case.name for case in cases] + list(CASE_MARKERS)
     unknown = sorted(set(names) - set(known))
     if unknown:

@@ -71,15 +71,17 @@ GEMM_CASES = tuple(
 # bytes: 16- and 8-byte copies), M = 4095 and 129 ragged row blocks; the last case's 4-stage ring
 # takes 128 KiB of shared memory (the runtime raises the kernel's limit at load).
 _PIPELINE_TILES = {"block_M": 64, "block_N": 64, "block_K": 32}
+# the mma.sync ring (its cp.async waits are S - 2 deep; sm_90a takes wgmma by default: mma_cases.py has those)
+_MMA_SYNC = {"tensor_cores": "mma_sync"}
 PIPELINE_CASES = tuple(
     ExampleCase(f"gemm_stages{stages}_{n}x{k}", "gemm", "matmul", {"N": n, "K": k, **_PIPELINE_TILES,
                                                                    "num_stages": stages},
-                n=0, rows=(4095, 1024, 129), tolerance=1e-3, input_kwargs={"n": n, "k": k})
+                n=0, rows=(4095, 1024, 129), tolerance=1e-3, input_kwargs={"n": n, "k": k}, options=_MMA_SYNC)
     for stages in (1, 2, 3, 4) for n, k in ((512, 520), (256, 100))
 ) + (
     ExampleCase("gemm_stages4_shared128k", "gemm", "matmul",
                 {"N": 512, "K": 1024, "block_M": 64, "block_N": 64, "block_K": 128, "num_stages": 4},
-                n=0, rows=(1000, 64), tolerance=1e-3, input_kwargs={"n": 512, "k": 1024}),
+                n=0, rows=(1000, 64), tolerance=1e-3, input_kwargs={"n": 512, "k": 1024}, options=_MMA_SYNC),
 )
 PIPELINE_CASES_BY_NAME = {case.name: case for case in PIPELINE_CASES}
 

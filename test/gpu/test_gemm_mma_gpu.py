@@ -1,5 +1,6 @@
-"""Tensor-core GEMMs on the GPU, mma.sync m16n8k16 through ldmatrix and wgmma m64nNk16 through descriptors: bf16 and fp16 at several shapes, ragged M,
-N and K, transposed operands, a fragment A, f16 accumulation, an epilogue, and examples/gemm.py itself.
+"""Tensor-core GEMMs on the GPU, mma.sync m16n8k16 through ldmatrix and wgmma m64nNk16 through descriptors, fed by
+cp.async or (tma=True) TMA boxes on mbarriers: bf16 and fp16 at several shapes, ragged M, N and K, transposed
+operands, a fragment A, f16 accumulation, an epilogue, and examples/gemm.py itself.
 
 Each run draws fresh `randn` inputs (seed printed), fills the outputs with NaN bytes first, and compares with a
 float64 product on the GPU by relative norm error. Every kernel here must take its tensor-core path (its CUDA
@@ -102,13 +103,57 @@ def test_wgmma_bias_relu_epilogue_into_bf16():
     assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("m", [4096, 4095, 129, 1])
+def test_tma_wgmma_4096(dtype, m):
+    """TMA-fed wgmma (tma=True) at N = K = 4096, ragged M: the boxes past M arrive as zeros."""
+    kernel = mma_kernel(f"tma_wgmma_{'bf16' if dtype == 'bfloat16' else 'f16'}_128x128x64_4096")
+    assert run(kernel, m, 4096, 4096, False, False, dtype, "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("block_k", [64, 32, 16])
+@pytest.mark.parametrize("m", [1031, 129])
+def test_tma_wgmma_ragged_every_swizzle(block_k, m):
+    """N = K = 1000: the last column and k tiles are partly outside the tensors (TMA's zero fill, no guard)."""
+    kernel = mma_kernel(f"tma_wgmma_bf16_128x128x{block_k}_ragged")
+    assert run(kernel, m, 1000, 1000, False, False, "bfloat16", "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(False, True), (True, False), (True, True)])
+def test_tma_wgmma_transposed_operands(trans_a, trans_b):
+    kernel = mma_kernel(f"tma_wgmma_bf16_trans_{int(trans_a)}{int(trans_b)}")
+    assert run(kernel, 1000, 768, 520, trans_a, trans_b, "bfloat16", "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["tma_wgmma_bf16_128x256x64", "tma_wgmma_bf16_256x128x64", "tma_mma_bf16_128x128x32"])
+def test_tma_other_tiles_and_mma_sync(name):
+    assert run(mma_kernel(name), 1031, 1024, 1040, False, False, "bfloat16", "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("m", [4096, 4095, 129])
+def test_warp_specialized_wgmma_4096(m):
+    """warp_specialize=True: the producer warpgroup's TMA boxes, the consumers' wgmma, full/empty rings."""
+    assert run(mma_kernel("ws_wgmma_bf16_128x128x64_4096"), m, 4096, 4096, False, False, "bfloat16", "float32") <= 1e-4
+
+
+@pytest.mark.parametrize("name, n, k", [("ws_wgmma_bf16_128x128x64_ragged", 1000, 1000),
+                                        ("ws_wgmma_bf16_128x256x64", 1024, 1040)])
+def test_warp_specialized_ragged_and_two_consumer_warpgroups(name, n, k):
+    assert run(mma_kernel(name), 1031, n, k, False, False, "bfloat16", "float32") <= 1e-4
+
+
+def test_tma_wgmma_bias_relu_epilogue_into_bf16():
+    kernel = mma_kernel("tma_wgmma_bf16_bias_relu")
+    assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2
+
+
 @pytest.mark.parametrize("m", [1, 127, 4095, 4097])
 def test_the_gemm_example(m):
     """examples/gemm.py unchanged (f16 in, f16 out, f32 accumulator, 128x128x32 tiles, 3 stages)."""
     from test_examples_gpu import with_caller_outputs
 
     compiled = kernel_for(GEMM_EXAMPLE)
-    assert "tl_mma_m16n8k16_f32_f16" in compiled.cuda_source()
+    assert "tl_wgmma_m64n" in compiled.cuda_source()  # tensor_cores=True on sm_90a: wgmma
     kernel, _ = with_caller_outputs(compiled)
     seed = int(np.random.SeedSequence().entropy % 2**31)
     print(f"seed {seed}")

@@ -1,7 +1,8 @@
-"""The pipelined SIMT gemm on the GPU: examples/gemm.py's matmul in T.Pipelined(num_stages=1..4) rings of cp.async
-copies with ragged M and K (zero fill by src_bytes), and a ring of 128 KiB of shared memory (past 48 KiB: the runtime
-raises the kernel's limit at load). Cases: example_cases.PIPELINE_CASES (compiled here, or their artifacts from
-build_artifacts.py on the GPU machine). Fresh random inputs, poisoned outputs, float64 references. Skipped without a GPU.
+"""The pipelined mma.sync gemm on the GPU: examples/gemm.py's matmul (tensor_cores="mma_sync") in
+T.Pipelined(num_stages=1..4) rings of cp.async copies with ragged M and K (zero fill by src_bytes), and a ring
+of 128 KiB of shared memory (past 48 KiB: the runtime raises the kernel's limit at load). Cases:
+example_cases.PIPELINE_CASES (compiled here, or their artifacts from build_artifacts.py on the GPU machine).
+Fresh random inputs, poisoned outputs, float64 references. Skipped without a GPU.
 """
 
 import pytest

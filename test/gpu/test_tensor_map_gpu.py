@@ -111,9 +111,12 @@ def run(kernel, x, row0, col0):
     return raw.cpu().numpy(), int(status.item())
 
 
-@pytest.mark.parametrize("row0, col0", [(0, 0), (40, 64), (96, 160), (-3, -8), (99, 199)],
+# Inner (column) starts are multiples of 16 bytes: on the H200 a box starting off that grain and hanging over
+# the inner dim's end faults with an illegal instruction (session 11 probe: col0 137, 140, 150, 190, 199 of 200
+# fault, 136, 144, 160 do not; RESULTS.md). The compiler's boxes start on tile multiples.
+@pytest.mark.parametrize("row0, col0", [(0, 0), (40, 64), (96, 160), (-3, -8), (99, 192)],
                          ids=["inside", "inside, second box", "over the bottom right edge", "over the top left edge",
-                              "one element inside"])
+                              "one 16-byte chunk of one row inside"])
 def test_tma_loads_the_box_swizzled_with_zeros_outside(kernel, row0, col0):
     seed = int(np.random.SeedSequence().entropy % 2**31)
     print(f"seed {seed}")
@@ -135,8 +138,8 @@ def test_repeated_launches_reuse_the_map_and_follow_new_tensors(kernel):
     tensors = [torch.from_numpy(h.view(np.int16)).to("cuda") for h in hosts]
     for _ in range(3):  # the first call takes the general path, the others a fast path and its cached maps
         for host, x in zip(hosts, tensors):
-            raw, status = run(kernel, x, 30, 20)
-            assert status == STATUS_LOADED and np.array_equal(raw, expected_raw(host, 30, 20))
+            raw, status = run(kernel, x, 30, 16)
+            assert status == STATUS_LOADED and np.array_equal(raw, expected_raw(host, 30, 16))
     assert kernel._fast is not None
 
 

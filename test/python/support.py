@@ -180,10 +180,43 @@ def run_everywhere(fn, *args) -> list:
 # -- a tensor-core GEMM --------------------------------------------------------------------------------
 
 
+@tilemlir.jit(out_idx=[1])
+def scale_rows(dtype="float32", out_dtype=None):
+    """Y = X * alpha, rows of 64 (a 32-thread block per row) for run-time M; Y of `out_dtype` (X's if None).
+    The kernel is named 'scaled' (the torch-op tests read the name)."""
+    M = T.symbolic("M")
+    out_dtype = out_dtype or dtype
+
+    @T.prim_func
+    def scaled(X: T.Tensor((M, 64), dtype), Y: T.Tensor((M, 64), out_dtype), alpha: T.float32):
+        with T.Kernel(M, threads=32) as row:
+            x = T.alloc_fragment((64,), "float32")
+            T.copy(X[row, 0], x)
+            for i in T.Parallel(64):
+                x[i] = x[i] * alpha
+            T.copy(x, Y[row, 0])
+
+    return scaled
+
+
+@tilemlir.jit
+def accumulate():
+    """Acc += X for run-time M (Acc written in place, no outputs); the kernel is named 'accumulated'."""
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def accumulated(X: T.Tensor((M,), "float32"), Acc: T.Tensor((M,), "float32")):
+        with T.Kernel(M, threads=32) as i:
+            Acc[i] = Acc[i] + X[i]
+
+    return accumulated
+
+
 def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
-             threads=128, a_fragment=False, epilogue=False, policy=None, num_stages=2):
+             threads=128, a_fragment=False, epilogue=False, policy=None, num_stages=2, b_dtype=None):
     """A jit GEMM: C = op(A) @ op(B) (+ bias, then a ReLU with `epilogue`) for run-time M, N, K, pipelined
-    `num_stages` deep; the tensor-core tests compile it."""
+    `num_stages` deep; B of `b_dtype` where it differs from A's (fp8 kinds); the tensor-core tests compile it."""
+    b_dtype = b_dtype or dtype
     M, N, K = T.symbolic("M"), T.symbolic("N"), T.symbolic("K")
     a_shape = (K, M) if trans_a else (M, K)
     b_shape = (N, K) if trans_b else (K, N)
@@ -191,14 +224,14 @@ def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dt
     b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
 
     @tilemlir.jit(out_idx=[3])
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), bias: T.Tensor((N,), accum),
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, b_dtype), bias: T.Tensor((N,), accum),
              C: T.Tensor((M, N), accum)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             if a_fragment:
                 A_t = T.alloc_fragment(a_tile, dtype)
             else:
                 A_t = T.alloc_shared(a_tile, dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
+            B_s = T.alloc_shared(b_tile, b_dtype)
             C_f = T.alloc_fragment((block_M, block_N), accum)
             T.clear(C_f)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
@@ -214,6 +247,38 @@ def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dt
             if epilogue:
                 for i, j in T.Parallel(block_M, block_N):
                     C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_N + j], 0)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return gemm
+
+
+def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=False, dtype="bfloat16",
+                threads=128, num_stages=3):
+    """A jit GEMM C = op(A) @ op(B) whose tensors' inner dims are the static n and k (and m when A is stored
+    K x M), M run-time otherwise: the strides a tensor map needs known (the TMA tests compile it)."""
+    M = m if trans_a else T.symbolic("M")
+    a_shape = (k, M) if trans_a else (M, k)
+    b_shape = (n, k) if trans_b else (k, n)
+    a_tile = (block_K, block_M) if trans_a else (block_M, block_K)
+    b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
+
+    @tilemlir.jit(out_idx=[2])
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, n), "float32")):
+        with T.Kernel(T.ceildiv(n, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_K), num_stages=num_stages):
+                if trans_a:
+                    T.copy(A[ko * block_K, by * block_M], A_s)
+                else:
+                    T.copy(A[by * block_M, ko * block_K], A_s)
+                if trans_b:
+                    T.copy(B[bx * block_N, ko * block_K], B_s)
+                else:
+                    T.copy(B[ko * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
             T.copy(C_f, C[by * block_M, bx * block_N])
 
     return gemm

@@ -63,8 +63,8 @@ class FakeDriver(types.ModuleType):
             name=info.name))
         return CompileResult(kernel, {}, {})
 
-    def lower_module(self, module, stage):
-        self.lowered.append(stage)
+    def lower_module(self, module, stage, options):
+        self.lowered.append((stage, options))
         return f"// {stage} of {module.body.operations[0].operation.name}"
 
 
@@ -135,8 +135,16 @@ def test_compile_hands_module_info_target_and_options_to_the_driver(kernels, dri
     assert kernel.target == "cpu" and kernel.options == CpuOptions(fast_math=True)
     assert tilemlir.compile(kernels.scale, target="cpu", fast_math=True) is kernel
     assert kernel.ir("frontend") == tilemlir.lower(kernels.scale)
-    assert kernel.ir("thread") == "// thread of func.func" and driver.lowered == ["thread"]
+    assert kernel.ir("thread") == "// thread of func.func"
+    assert driver.lowered == [("thread", CpuOptions(fast_math=True))]  # the kernel's own options
     assert tilemlir.lower(kernels.scale, "final") == "// final of func.func"
+    assert tilemlir.lower(kernels.scale, "thread", target="cpu", tma=True) == "// thread of func.func"
+    assert driver.lowered[1:] == [("final", CudaOptions()), ("thread", CpuOptions(tma=True))]
+
+
+def test_lower_refuses_an_option_compile_refuses(kernels, driver):
+    with pytest.raises(CompileError, match="unknown option"):
+        tilemlir.lower(kernels.scale, "thread", tensor_core=True)
 
 
 @pytest.mark.parametrize("target, options, message", [
@@ -144,7 +152,7 @@ def test_compile_hands_module_info_target_and_options_to_the_driver(kernels, dri
     ("cuda", {"fmad": 1}, "option fmad for target 'cuda' must be True or False, got 1"),
     ("cuda", {"arch": 90}, "option arch for target 'cuda' must be a string such as 'sm_90a'"),
     ("cuda", {"level": "thread"}, r"unknown option\(s\) for target 'cuda': level \(known: fast_math, fmad, arch, "
-                                  r"use_cache, index_bits, tensor_cores\)"),
+                                  r"use_cache, index_bits, tensor_cores, tma, warp_specialize\)"),
     ("cpu", {"level": "warp"}, "CPU option level must be one of tile, thread, got 'warp'"),
     ("cpu", {"index_bits": 32}, "option index_bits for target 'cpu' must be 64, or None"),
     ("tpu", {}, r"unknown target 'tpu' \(known targets: cuda, cpu\)"),

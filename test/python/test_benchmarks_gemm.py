@@ -206,7 +206,36 @@ def test_builder_rejects_kernel_args_that_clash_with_the_cases(capsys):
     assert "may not set N" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         build_gemm_artifacts.main(["--kernel-args", "[1]"])
-    assert "JSON object" in capsys.readouterr().err
+    assert "--kernel-args must be a JSON object" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_gemm_artifacts.main(["--compile-args", '"wgmma"'])
+    assert "--compile-args must be a JSON object" in capsys.readouterr().err
+
+
+def test_builder_passes_compile_args_to_the_compiler(tmp_path):
+    assert build_gemm_artifacts.main(["--out", str(tmp_path), "--shapes", "64x128x64", "--dtypes", "bf16",
+                                      "--kernel-args", '{"block_M": 64, "block_N": 64, "block_K": 64}',
+                                      "--compile-args", '{"tensor_cores": "mma_sync"}']) == 0
+    entry = json.loads((tmp_path / "manifest.json").read_text())["artifacts"]["gemm_bf16_n128_k64"]
+    assert entry["compile_options"] == {"tensor_cores": "mma_sync"}
+    (device_source,) = [p for p in (tmp_path / "gemm_bf16_n128_k64").glob("*.cu") if not p.stem.endswith("_host")]
+    source = device_source.read_text()
+    assert "tl_mma_m16n8k16_" in source and "tl_wgmma" not in source  # sm_90a would take wgmma by default
+
+
+def test_builder_builds_the_example_on_wgmma_fed_by_tma(tmp_path):
+    """--compile-args with tma: examples/gemm.py's body on wgmma fed by TMA boxes, no cp.async."""
+    options = {"tensor_cores": "wgmma", "tma": True}
+    assert build_gemm_artifacts.main(["--out", str(tmp_path), "--shapes", "64x128x64", "--dtypes", "bf16",
+                                      "--kernel-args", '{"block_M": 64, "block_N": 64, "block_K": 64}',
+                                      "--compile-args", json.dumps(options)]) == 0
+    entry = json.loads((tmp_path / "manifest.json").read_text())["artifacts"]["gemm_bf16_n128_k64"]
+    assert entry["compile_options"] == options
+    (device_source,) = [p for p in (tmp_path / "gemm_bf16_n128_k64").glob("*.cu") if not p.stem.endswith("_host")]
+    source = device_source.read_text()
+    assert "tl_tma_load_2d(" in source and "tl_wgmma_m64n64k16_" in source and "cp_async" not in source
+    if "error" not in entry["resources"]:
+        assert entry["path"] == "wgmma"
 
 
 def test_built_artifact_loads_without_the_compiler_and_reports_its_path(tmp_path):
@@ -227,11 +256,8 @@ def test_built_artifact_loads_without_the_compiler_and_reports_its_path(tmp_path
     if "error" in found:
         pytest.skip(f"no cuobjdump here: {found['error']}")
     ops = found["opcodes"]
-    # the tensor-core path lands in parallel: whichever path this build took, the counts must say so
-    if found["path"] == "SIMT":
-        assert ops["HMMA"] == 0 and ops["FFMA"] + ops["FMUL"] >= 64 * 64 * 32 // 128
-    else:
-        assert found["path"] == "mma.sync" and ops["HMMA"] >= 64 * 64 * 32 // (16 * 8 * 16) // 4
+    # sm_90a's default tensor-core path: one warpgroup's m64n64k16 wgmma twice a 32-deep k tile
+    assert found["path"] == "wgmma" and ops["HMMA"] == 0 and ops["HGMMA"] >= 32 // 16
     assert found["dynamic_shared"] == kernel.signature.shared_bytes and found["compile_s"] == entry["compile_s"]
     assert found["extra_args"] == {"block_M": 64, "block_N": 64, "block_K": 32}
     assert entry["path"] == found["path"] and entry["resources"]["opcodes"] == ops
@@ -259,6 +285,15 @@ def test_run_script_gemm_mode_runs_the_ceiling_then_the_bench(tmp_path):
     assert calls[1].startswith("python3 -m benchmarks.bench_gemm --no-tilelang --budget-s ")
     assert calls[1].endswith(f"--out {tmp_path}/out --dtypes bf16")
     assert "TileLang left out" in done.stdout and "no benchmarks/artifacts_gemm" in done.stdout
+
+
+def test_run_script_fp8_mode_runs_the_gpu_tests_then_the_bench(tmp_path):
+    done, calls = run_script(tmp_path, "fp8", "--quick")
+    assert done.returncode == 0, done.stderr
+    assert calls[0] == "python3 -m pytest -q -p no:cacheprovider -rs test/gpu/test_fp8_gemm_gpu.py"
+    assert calls[1].startswith("python3 -m benchmarks.bench_fp8_gemm --budget-s ")
+    assert calls[1].endswith(f"--out {tmp_path}/out --quick")
+    assert "no benchmarks/artifacts_fp8_gemm" in done.stdout
 
 
 def test_run_script_modes(tmp_path):

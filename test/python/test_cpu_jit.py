@@ -12,9 +12,9 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.mlir import ir
 
 
-def native(text: str, name: str = "f") -> NativeFunction:
+def native(text: str, name: str = "f", opt_level: int = 2) -> NativeFunction:
     with make_context(), ir.Location.unknown():
-        return NativeFunction(ir.Module.parse(text), name)
+        return NativeFunction(ir.Module.parse(text), name, opt_level=opt_level)
 
 
 def test_float_constants_the_newer_llvm_prints_differently():
@@ -102,6 +102,46 @@ def test_math_ops_the_frontend_emits(op, dtype):
     want = MATH[op](x.astype(np.float64))
     eps = {"f32": 1e-6, "f64": 1e-14, "bf16": 8e-3, "f16": 1e-3}[dtype]
     assert np.max(np.abs(y.astype(np.float64) - want) / np.maximum(np.abs(want), 1)) < eps
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "bf16", "f16"])
+def test_every_optimization_level_gives_the_same_bits(dtype):
+    """The thread level runs at O0 and the tile level at O2 (`kernel.LLVM_OPT_LEVELS`): separate multiply
+    and add, division, reassociable sums and the math library must round the same at every level."""
+    ops = "\n".join(f"%m{i} = math.{op} %v : {dtype}" for i, op in enumerate(sorted(MATH)))
+    sums = "\n".join(f"%s{i + 1} = arith.addf %s{i}, %m{i} : {dtype}" for i in range(len(MATH)))
+    text = f"""
+    func.func @f(%a: memref<?x{dtype}>, %b: memref<?x{dtype}>) {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = memref.dim %a, %c0 : memref<?x{dtype}>
+      %third = arith.constant 0.333 : {dtype}
+      scf.for %i = %c0 to %n step %c1 {{
+        %v = memref.load %a[%i] : memref<?x{dtype}>
+        {ops}
+        %p = arith.mulf %v, %third : {dtype}
+        %s0 = arith.addf %p, %v : {dtype}
+        {sums}
+        %q = arith.divf %s{len(MATH)}, %v : {dtype}
+        memref.store %q, %b[%i] : memref<?x{dtype}>
+      }}
+      return
+    }}"""
+    numpy_type = {"f32": np.float32, "f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16}[dtype]
+    x = np.random.default_rng().uniform(0.05, 4, 1000).astype(numpy_type)
+    results = []
+    for level in range(4):
+        y = np.full_like(x, np.nan)
+        native(text, opt_level=level)(x, y)
+        results.append(y.view(f"u{x.itemsize}"))
+    assert np.all(np.isfinite(y.astype(np.float64)))
+    for other in results[1:]:
+        np.testing.assert_array_equal(results[0], other)
+
+
+def test_an_optimization_level_outside_0_to_3_is_refused():
+    with pytest.raises(ValueError, match="opt_level must be 0, 1, 2 or 3, got 4"):
+        native("func.func @f() { return }", opt_level=4)
 
 
 def test_pow_fma_ipowi_and_float_classes():

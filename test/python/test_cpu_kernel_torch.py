@@ -7,38 +7,10 @@ import numpy as np
 import pytest
 
 import tilemlir
-import tilemlir.language as T
 from tilemlir.diagnostics import LaunchError
+from support import accumulate, scale_rows as scale
 
 torch = pytest.importorskip("torch")
-
-
-@tilemlir.jit(out_idx=[1])
-def scale(dtype="float32", out_dtype="float32"):
-    M = T.symbolic("M")
-
-    @T.prim_func
-    def kernel(X: T.Tensor((M, 64), dtype), Y: T.Tensor((M, 64), out_dtype), alpha: T.float32):
-        with T.Kernel(M, threads=32) as row:
-            x = T.alloc_fragment((64,), "float32")
-            T.copy(X[row, 0], x)
-            for i in T.Parallel(64):
-                x[i] = x[i] * alpha
-            T.copy(x, Y[row, 0])
-
-    return kernel
-
-
-@tilemlir.jit
-def accumulate():
-    M = T.symbolic("M")
-
-    @T.prim_func
-    def kernel(X: T.Tensor((M,), "float32"), Acc: T.Tensor((M,), "float32")):
-        with T.Kernel(M, threads=32) as i:
-            Acc[i] = Acc[i] + X[i]
-
-    return kernel
 
 
 TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "float8_e4m3": "float8_e4m3fn"}

@@ -493,6 +493,72 @@ def test_threads_writing_different_values_is_a_race():
 
 
 # ---------------------------------------------------------------------------------------------
+# Every thread adds its element into one of 4 shared sums (thread t into sum t mod 4), then thread 0
+# writes sum 0 + 2 * sum 1 + 3 * sum 2 + 4 * sum 3: atomic adds of several threads in one epoch do not
+# race; a plain access of their element by another thread before a barrier does.
+SHARED_ATOMIC = HEADER + """
+  %c32 = arith.constant 32 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %G, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %sums = memref.alloca() {name = "sums"} : memref<4xf32, "shared">
+    %slot = arith.remui %tx, %c4 : index
+    %first = arith.cmpi ult, %tx, %c4 : index
+    scf.if %first {
+      memref.store %zero, %sums[%tx] : memref<4xf32, "shared">
+    }
+    gpu.barrier
+    %base = arith.muli %bx, %c32 : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %X[%i] : memref<?xf32>
+    "tile.atomic_add"(%sums, %v, %slot) : (memref<4xf32, "shared">, f32, index) -> ()
+    $READ_FIRST
+    gpu.barrier
+    %is0 = arith.cmpi eq, %tx, %c0 : index
+    scf.if %is0 {
+      %total = scf.for %k = %c0 to %c4 step %c1 iter_args(%t = %zero) -> f32 {
+        %s = memref.load %sums[%k] : memref<4xf32, "shared">
+        %k1 = arith.addi %k, %c1 : index
+        %ki = arith.index_cast %k1 : index to i32
+        %w = arith.sitofp %ki : i32 to f32
+        %ws = arith.mulf %s, %w : f32
+        %n = arith.addf %t, %ws : f32
+        scf.yield %n : f32
+      }
+      memref.store %total, %Y[%bx] : memref<?xf32>
+    }
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_shared_atomic_adds_do_not_race_with_each_other():
+    kernel = compile_thread(SHARED_ATOMIC, NAME="shared_atomic", READ_FIRST="")
+    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    y = np.full(2, np.nan, np.float32)
+    kernel(x, y)
+    want = x.astype(np.float64).reshape(2, 8, 4).sum(1) @ np.arange(1, 5)
+    assert relative_error(y, want) < 1e-6
+
+
+@pytest.mark.parametrize("access, words", [
+    ("%r = memref.load %sums[%c0] : memref<4xf32, \"shared\">", "thread 1 reads it .* but thread 0 added to it "
+     "atomically"),
+    ("memref.store %v, %sums[%c0] : memref<4xf32, \"shared\">", "thread 1 writes it .* but thread 0 added to it "
+     "atomically"),
+])
+def test_plain_access_beside_shared_atomic_adds_is_a_race(access, words):
+    """Each thread's add, then a plain access of sum 0 before the barrier: thread 1 meets thread 0's add
+    (threads run one after another in a phase)."""
+    kernel = compile_thread(SHARED_ATOMIC, NAME="shared_atomic", READ_FIRST=access)
+    x = np.ones(64, np.float32)
+    with pytest.raises(SimulationError, match=words):
+        kernel(x, np.full(2, np.nan, np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
 ATOMIC = HEADER + """
   %c32 = arith.constant 32 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %G, %gy = %c1, %gz = %c1)

@@ -93,7 +93,7 @@ def test_tutorial_runs(tmp_path):
     assert "00-frontend.mlir" in out and re.search(r"\['add-[0-9a-f]{12}\.cu'\]", out)
     assert "['build.json', 'signature.json', 'softmax.cu', 'softmax.cubin', 'softmax_host.cu']" in out
     assert re.search(r'%\d+ = "tile.gemm"|"tile.gemm"\(', out)
-    assert re.search(r"^[1-9]\d* mma.sync ops in the final IR$", out, flags=re.MULTILINE)
+    assert re.search(r"^[1-9]\d* wgmma ops in the final IR$", out, flags=re.MULTILINE)
 
 
 @pytest.mark.parametrize("gpu, expected", [(False, "cpu"), (True, "all")])

@@ -1,4 +1,5 @@
-"""The compiler driver's option checks: the typed `index_bits` option on both targets."""
+"""The compiler driver: its option checks (the typed `index_bits` option on both targets) and `lower`, which
+lowers as compile does for the same options."""
 
 import re
 
@@ -6,6 +7,7 @@ import pytest
 
 import tilemlir
 import tilemlir.language as T
+from support import static_gemm
 from tilemlir.diagnostics import CompileError
 
 n = T.symbolic("n")
@@ -40,3 +42,18 @@ def test_the_cpu_target_computes_indices_in_64_bits_only():
                                            r"index math in 64 bits"):
         tilemlir.compile(scale, target="cpu", index_bits=32)
     assert tilemlir.compile(scale, target="cpu", index_bits=64) is not None
+
+
+def test_lower_lowers_as_compile_does_with_the_same_options():
+    """`tilemlir.lower` takes compile's target and options: on sm_90a a gemm is wgmma by default, mma.sync when
+    asked, and its ring copies (static inner dims) TMA boxes with tma=True; the CUDA compile's thread stage is that same text."""
+    gemm = static_gemm(64, 64, 32, n=128, k=96)
+    default = tilemlir.lower(gemm, "thread", arch="sm_90a")
+    mma_sync = tilemlir.lower(gemm, "thread", arch="sm_90a", tensor_cores="mma_sync")
+    tma = tilemlir.lower(gemm, "thread", arch="sm_90a", tma=True)
+    assert 'tile.wgmma' in default and 'tile.mma_sync' not in default and 'tile.tma_load' not in default
+    assert 'tile.mma_sync' in mma_sync and 'tile.wgmma' not in mma_sync
+    assert 'tile.wgmma' in tma and 'tile.tma_load' in tma
+    assert tilemlir.compile(gemm, target="cuda", arch="sm_90a", tma=True).ir("thread") == tma
+    with pytest.raises(CompileError, match="option tma=True needs arch sm_90a"):
+        tilemlir.lower(gemm, "thread", arch="sm_80", tma=True)

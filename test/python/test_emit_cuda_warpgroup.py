@@ -21,6 +21,15 @@ def test_the_wgmma_helper_binds_every_accumulator_and_the_majors_as_immediates()
     assert wgmma_helper(256, "f16", trans_a=True, trans_b=False)[0] == "tl_wgmma_m64n256k16_f32_f16_mk"
 
 
+def test_the_fp8_helper_is_k32_with_no_imm_trans_and_names_both_types():
+    name, text = wgmma_helper(128, "e4m3", trans_a=False, trans_b=False, b_type="e5m2")
+    assert name == "tl_wgmma_m64n128k32_f32_e4m3_e5m2"
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2" in text
+    assert re.findall(r'"\+f"\(d\[(\d+)\]\)', text) == [str(i) for i in range(64)]
+    assert "%63}, %64, %65, 1, 1, 1;" in text
+    assert wgmma_helper(64, "e5m2", trans_a=False, trans_b=False)[0] == "tl_wgmma_m64n64k32_f32_e5m2_e5m2"
+
+
 @pytest.fixture(scope="module")
 def wgmma_kernel():
     fn = tensor_core_gemm(128, 128, 64, dtype="bfloat16", num_stages=3)

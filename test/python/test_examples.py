@@ -32,7 +32,12 @@ CASES = [
     ("row_reduce", dict(N=1024, block_M=2, block_N=256), dict(rows=9, n=1024), 1e-5),
     ("quant_fp8", dict(N=256, block_M=2, dtype="float16"), dict(rows=6, n=256, dtype="float16"), 4e-2),
     ("silu_and_mul", dict(D=300, block_M=2, block_D=128), dict(rows=5, d=300), 1e-2),
+    ("fp8_gemm", dict(N=128, K=256, block_M=64, block_N=64, threads=128), dict(m=70, n=128, k=256), 5e-3),
+    ("flash_attention", dict(heads=2, kv_heads=1, dim=32, block_M=32, block_N=32, threads=64),
+     dict(heads=2, kv_heads=1, seq=45, dim=32), 1e-2),
     ("gemm", dict(N=128, K=96, block_M=32, block_N=64, block_K=32, num_stages=2), dict(m=50, n=128, k=96), 2e-3),
+    ("gemm", dict(N=320, K=64, block_M=32, block_N=64, block_K=32, enable_rasterization=True, panel_size=2),
+     dict(m=100, n=320, k=64), 2e-3),
 ]
 
 

@@ -7,7 +7,6 @@ their CUDA at widths of real models, compiled with NVRTC (no GPU needed).
 CPU runs small; each test asserts which kernel its width built."""
 
 import re
-import time
 
 import ml_dtypes
 import numpy as np
@@ -176,14 +175,12 @@ FRAGMENT_DECLARATION = re.compile(r"^\s+(?:float|__nv_bfloat16|half|__nv_fp8_e4m
 @pytest.mark.parametrize("factory, kwargs, name, per_thread", CUDA_CASES,
                          ids=lambda v: getattr(v, "__name__", None) or (str(v) if isinstance(v, dict) else None))
 def test_streamed_kernels_compile_to_cuda(factory, kwargs, name, per_thread, monkeypatch):
-    """NVRTC compiles each at once, with per-thread fragments of max_chunks 16-byte chunks of the
-    input (one warp per row of N = 100000 once made that 3125 floats and a 24 s compile)."""
+    """NVRTC compiles each, with per-thread fragments of max_chunks 16-byte chunks of the input (one
+    warp per row of N = 100000 once made that 3125 floats and a 24 s compile). The fragment sizes are
+    what is checked, not the wall clock (compile time is benchmarks/compile_time.py's)."""
     monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
-    start = time.perf_counter()
     kernel = tilemlir.compile(factory.instantiate(**kwargs), target="cuda")
-    elapsed = time.perf_counter() - start
     assert kernel.cubin[:4] == b"\x7fELF"
     assert kernel.name == name
-    assert elapsed < 10, f"{elapsed:.1f} s"
     sizes = [int(n) for n in FRAGMENT_DECLARATION.findall(kernel.cuda_source())]
     assert sizes and max(sizes) == per_thread, sizes

@@ -14,6 +14,7 @@ from tilemlir.analysis.layouts import (
     from_attr,
     replicated_layout,
     same_holders,
+    same_placement,
     tiled_layout,
     to_attr,
 )
@@ -201,3 +202,26 @@ def test_inverse_gives_back_the_element_and_replica(shape, threads, vector):
 def test_digit_validation_catches_overlaps():
     bad = TiledLayout((8,), 4, (Digit(0, 1, 4, thread=1), Digit(0, 2, 2, reg=1)))
     assert "mixed radix" in bad.problem()
+
+
+def test_same_placement_compares_maps_not_digits():
+    # Rows 0..127 over 8 warps of 16 rows: one warp digit, or a warp digit within a warpgroup and a warpgroup digit
+    # (wgmma's accumulator over 2 warpgroups) — the same map, different digits.
+    one = TiledLayout((128, 8), 256, (Digit(1, 1, 2, reg=1), Digit(1, 2, 4, thread=1), Digit(0, 1, 8, thread=4),
+                                      Digit(0, 8, 2, reg=2), Digit(0, 16, 8, thread=32))).checked()
+    split = TiledLayout((128, 8), 256, (Digit(1, 1, 2, reg=1), Digit(1, 2, 4, thread=1), Digit(0, 1, 8, thread=4),
+                                        Digit(0, 8, 2, reg=2), Digit(0, 16, 4, thread=32),
+                                        Digit(0, 64, 2, thread=128))).checked()
+    assert one != split and same_placement(one, split)
+    # Warps holding rows 16 w + 64 i (two m64 blocks in one warpgroup's registers) instead: other threads.
+    interleaved = TiledLayout((128, 8), 128, (Digit(1, 1, 2, reg=1), Digit(1, 2, 4, thread=1),
+                                              Digit(0, 1, 8, thread=4), Digit(0, 8, 2, reg=2),
+                                              Digit(0, 16, 4, thread=32), Digit(0, 64, 2, reg=4))).checked()
+    runs = TiledLayout((128, 8), 128, (Digit(1, 1, 2, reg=1), Digit(1, 2, 4, thread=1), Digit(0, 1, 8, thread=4),
+                                       Digit(0, 8, 2, reg=2), Digit(0, 16, 2, reg=4),
+                                       Digit(0, 32, 4, thread=32))).checked()
+    assert same_holders(interleaved, interleaved) and not same_placement(interleaved, runs)
+    # Same threads, registers swapped: not the same placement.
+    swapped = TiledLayout((128, 8), 256, (Digit(1, 1, 2, reg=2), Digit(1, 2, 4, thread=1), Digit(0, 1, 8, thread=4),
+                                          Digit(0, 8, 2, reg=1), Digit(0, 16, 8, thread=32))).checked()
+    assert same_holders(one, swapped) and not same_placement(one, swapped)

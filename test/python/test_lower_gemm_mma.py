@@ -135,7 +135,9 @@ def test_policy_reaches_the_gemm_and_a_bad_one_is_a_located_error():
 
 @pytest.fixture(scope="module")
 def example_kernel():
-    return tilemlir.compile(example_module("gemm").matmul.instantiate(N=4096, K=4096), target="cuda")
+    """The example on mma.sync (sm_90a's default is wgmma: test_lower_gemm_wgmma.py)."""
+    return tilemlir.compile(example_module("gemm").matmul.instantiate(N=4096, K=4096), target="cuda",
+                            tensor_cores="mma_sync")
 
 
 def test_example_takes_the_tensor_core_path(example_kernel):

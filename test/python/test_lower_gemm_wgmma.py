@@ -55,3 +55,24 @@ def test_a_wgmma_epilogue_reads_the_accumulator_layout(rng):
     bias = rng.standard_normal(64).astype(np.float32)
     got, _ = run_both(fn, a, b, bias)
     assert relative_error(got, np.maximum(want + bias, 0)) <= 1e-5
+
+
+FP8 = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+
+
+@pytest.mark.parametrize("block, threads, stages, shape, a_dtype, b_dtype", [
+    ((64, 64, 128), 128, 2, (65, 64, 256), "float8_e4m3", "float8_e4m3"),   # 128-byte rows, ragged M, 4 k32 steps
+    ((64, 64, 64), 128, 3, (64, 128, 128), "float8_e4m3", "float8_e5m2"),   # 64-byte rows, mixed kinds, in flight
+    ((128, 64, 32), 256, 3, (128, 64, 96), "float8_e5m2", "float8_e5m2"),   # 32-byte rows, two warpgroups along M
+])
+def test_fp8_wgmma_gemm_matches_the_tile_reference(block, threads, stages, shape, a_dtype, b_dtype, rng):
+    """wgmma m64nNk32 on fp8 operands, A M x K and B N x K (K-major, the only form the ISA gives fp8)."""
+    m, n, k = shape
+    fn = tensor_core_gemm(*block, trans_b=True, dtype=a_dtype, b_dtype=b_dtype, threads=threads, num_stages=stages)
+    a = rng.standard_normal((m, k)).astype(FP8[a_dtype])
+    b = rng.standard_normal((n, k)).astype(FP8[b_dtype])
+    bias = rng.standard_normal(n).astype(np.float32)
+    got, reference = run_both(fn, a, b, bias)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert relative_error(got, want) <= 1e-6
+    assert relative_error(got, reference) <= 1e-6

@@ -503,6 +503,50 @@ def test_wgmma_reads_the_swizzled_tiles_the_compiler_lays_out(trans_a, trans_b, 
     assert relative_error(got, a[:, :16] @ b[:16] + c) < 1e-6
 
 
+def test_fp8_elements_decode_as_the_formats_define_them():
+    """e4m3: sign, 4 exponent bits (bias 7), 3 mantissa bits, no infinities (S.1111.111 is NaN, so 448 is the
+    largest); e5m2: 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like."""
+    raw = np.array([[0x38], [0xB8], [0x7E], [0x01], [0x7F]], dtype=np.uint8)
+    got = isa.element_values(raw, "e4m3")
+    assert got[:4].tolist() == [1.0, -1.0, 448.0, 2.0 ** -9] and np.isnan(got[4])
+    raw = np.array([[0x3C], [0x7B], [0x01], [0x7C]], dtype=np.uint8)
+    assert isa.element_values(raw, "e5m2").tolist() == [1.0, 57344.0, 2.0 ** -16, np.inf]
+
+
+def test_fp8_wgmma_is_k32_and_k_major():
+    """9.7.15.2: .m64nNk32 for .e4m3 / .e5m2; with 1-byte elements (T = 16) the K-major 128-byte layout
+    ((8, m), (T, 2k)) : ((8T, SBO), (1, T)) puts a row's 32 k in 32 consecutive bytes."""
+    assert [isa.wgmma_k(t) for t in ("f16", "bf16", "e4m3", "e5m2")] == [16, 16, 32, 32]
+    for mn, k in ((0, 0), (5, 17), (13, 31)):
+        assert isa.canonical_offset("k", 128, mn, k, 1, 16, 1024) == (mn % 8) * 128 + (mn // 8) * 1024 + k
+    with pytest.raises(PtxError, match="wgmma .m64nNk32 takes .e4m3 or .e5m2 operands, got 'bf16'"):
+        isa.wgmma_m64nNk32(np.zeros(1 << 15, np.uint8), 0, 0, np.zeros((128, 4), np.float32), 8, "bf16", "e4m3")
+
+
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+@pytest.mark.parametrize("swizzle, step, a_type, b_type", [(128, 0, "e4m3", "e4m3"), (128, 3, "e4m3", "e5m2"),
+                                                           (64, 1, "e5m2", "e4m3"), (32, 0, "e5m2", "e5m2")])
+def test_fp8_wgmma_reads_the_swizzled_k_major_tiles(swizzle, step, a_type, b_type, rng):
+    """A (64 x K) and B stored N x K, K = one swizzle row of fp8, laid out as the compiler's swizzled buffers;
+    k32 step `step` starts 32 step bytes into the row (within the panel, before the hardware's XOR); the wgmma's
+    k32 against float64 of the decoded fp8 values."""
+    n, k = 64, swizzle
+    a = rng.standard_normal((64, k)).astype(FP8[a_type])
+    b = rng.standard_normal((n, k)).astype(FP8[b_type])
+    c = rng.standard_normal((64, n)).astype(np.float32)
+    buffers = [swizzled(m, swizzle, element_bytes=1).view(np.uint8) for m in (a, b)]
+    shared = np.concatenate(buffers)
+    descriptor = lambda start: isa.MatrixDescriptor(start + 32 * step, 16, 8 * swizzle, swizzle).bits()
+    d = isa.wgmma_m64nNk32(shared, descriptor(0), descriptor(buffers[0].size), isa.wgmma_d_fragment(n).gather(c)[..., 0],
+                           n, a_type, b_type)
+    got = isa.wgmma_d_fragment(n).scatter(d[..., None])
+    ks = slice(32 * step, 32 * step + 32)
+    want = a[:, ks].astype(np.float64) @ b[:, ks].astype(np.float64).T + c
+    assert relative_error(got, want) < 1e-6
+
+
 def test_the_isa_model_loads_without_mlir():
     """benchmarks/mma_ceiling.py runs it on the GPU machine, which has no MLIR: the CPU backend's
     package face must not import its MLIR-using modules."""

@@ -1,4 +1,4 @@
-"""TileLang source compatibility (issue 22): TileLang-style kernels (tilelang_kernels.py, which imports
+"""TileLang source compatibility (issue 22): TileLang-style kernels (tilelang_style_kernels.py, which imports
 `tilemlir as tilelang`) on the CPU backend at tile and thread level against float64 numpy, and through
 NVRTC for sm_90a; pass_configs and TileLang's other jit keywords; the `main` entry name; TileLang's
 annotation spellings and helpers; located errors for what Python evaluates before the frontend; the
@@ -21,7 +21,7 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.pass_configs import KNOWN_KEYS, PassConfigKey, options_from_pass_configs
 
 sys.path.insert(0, str(Path(__file__).parent))
-import tilelang_kernels as K  # noqa: E402
+import tilelang_style_kernels as K  # noqa: E402
 from tilemlir.testing import relative_error
 
 FP8 = ml_dtypes.float8_e4m3fn
@@ -177,7 +177,11 @@ def test_every_tilelang_key_is_known():
     ({"tl.disable_fast_math": False}, {"fast_math": True}),
     ({PassConfigKey.TL_CONFIG_INDEX_BITWIDTH: 64}, {"index_bits": 64}),
     ({"tl.config_index_bitwidth": 32}, {}),
-    ({PassConfigKey.TL_DISABLE_TMA_LOWER: True, "tl.disable_warp_specialized": True, "tirx.noalias": True}, {}),
+    ({PassConfigKey.TL_DISABLE_WGMMA: True}, {"tensor_cores": "mma_sync"}),
+    ({"tl.disable_wgmma": False}, {}),
+    ({PassConfigKey.TL_DISABLE_TMA_LOWER: True, "tl.disable_warp_specialized": True, "tirx.noalias": True},
+     {"tma": False}),
+    ({"tl.disable_tma_lower": False}, {}),  # TMA stays opt-in
     (None, {}),
 ])
 def test_pass_configs_become_options(configs, options):
@@ -623,3 +627,109 @@ def test_eager_compile_with_const_dims(rng, level):
 def test_eager_compile_errors(keywords, words):
     with pytest.raises(CompileError, match=re.escape(words)):
         K.eager_add.compile(target="cpu", **keywords)
+
+
+# ----------------------------------------------------------------------------
+# What TileLang's example kernels use (test_tilelang_kernels.py runs the examples themselves).
+
+
+GROUP_MAX = """
+@tilemlir.jit
+def group_max(X, group: int):
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), T.float32)
+    G = T.empty((M, T.ceildiv(N, group)), T.float32)
+    with T.Kernel(M, T.ceildiv(N, group), threads=32) as (bx, by):
+        x = T.alloc_fragment((1, group), T.float32, scope="local.fragment")
+        s = T.alloc_shared((1, group), T.float32, scope="shared.dyn")
+        m = T.alloc_fragment((1,), T.float32)
+        for k in T.Pipelined(1, num_stages=0):
+            T.copy(X[bx, by * group], s)
+        T.copy(s, x)
+        T.reduce_max(x, m, dim=1)
+        G[bx, by] = m[0]
+    return G
+"""
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_empty_shape_from_const_dims(tmp_path, rng, level):
+    """T.empty((M, T.ceildiv(N, group))) with T.const dims (the shape is computed once the dims are known), with
+    TileLang's alloc scopes and num_stages=0."""
+    fn = load_module(tmp_path, GROUP_MAX).group_max
+    x = rng.standard_normal((3, 100)).astype(np.float32)
+    kernel = fn.instantiate(x, 32)
+    assert [p.shape for p in kernel.frontend().info.params] == [(3, 100), (3, 4)]
+    g = tilemlir.compile(kernel, target="cpu", level=level)(x)
+    padded = np.pad(x, ((0, 0), (0, 28)), constant_values=-np.inf)
+    assert np.array_equal(g, padded.reshape(3, 4, 32).max(2))
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(kernel, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"
+
+
+def test_num_stages_zero_is_no_pipelining(tmp_path):
+    """TileLang's num_stages=0 (no software pipelining) is tilemlir's num_stages=1: the same IR."""
+    zero = load_module(tmp_path, GROUP_MAX).group_max
+    one = load_module(tmp_path, GROUP_MAX.replace("num_stages=0", "num_stages=1")).group_max
+    x = np.zeros((3, 100), np.float32)
+    text = [tilemlir.lower(f.instantiate(x, 32), stage="frontend") for f in (zero, one)]
+    assert "num_stages = 1" in text[0] and text[0] == text[1]
+
+
+def test_alloc_scope_decides_the_space(tmp_path):
+    """As in TileLang, scope= decides where a buffer lives, whichever T.alloc_* makes it."""
+    module = load_module(tmp_path, """
+    @tilemlir.jit
+    def k(A: T.Tensor((M, 32), T.float32)):
+        with T.Kernel(M, threads=32) as bx:
+            f = T.alloc_fragment((32,), T.float32, scope="shared")
+            T.copy(A[bx, 0], f)
+            T.copy(f, A[bx, 0])
+    """)
+    text = tilemlir.lower(module.k, stage="frontend")
+    assert "tile.alloc_shared" in text and "tile.alloc_fragment" not in text
+
+
+@pytest.mark.parametrize("statement, words", [
+    ("s = T.alloc_shared((32,), T.float32, scope=@@'global')",
+     "T.alloc_shared: scope 'global' is not supported (TileLang's 'shared', 'shared.dyn', 'local.fragment' and "
+     "'local' are)"),
+    ("for k in T.Pipelined(1, num_stages=@@-1):\n                T.fill(A[bx, 0:32], 0)",
+     "T.Pipelined: num_stages must be at least 0, got -1"),
+])
+def test_alloc_scope_and_stage_errors_are_located(tmp_path, statement, words):
+    err = frontend_error(tmp_path, f"""
+    @tilemlir.jit
+    def k(A: T.Tensor((M, 32), T.float32)):
+        with T.Kernel(M, threads=32) as bx:
+            {statement}
+    """)
+    assert words in message(err)
+
+
+PER_THREAD_CLEAR = """
+@tilemlir.jit(out_idx=[-1])
+def row_dot(A: T.Tensor((M, 64), T.float32), B: T.Tensor((M,), T.float32)):
+    with T.Kernel(T.ceildiv(M, 32), threads=32) as bx:
+        tx = T.get_thread_binding(0)
+        acc = T.alloc_local((2,), T.float32)
+        T.clear(acc)
+        for k in T.serial(64):
+            if bx * 32 + tx < M:
+                acc[k % 2] += A[bx * 32 + tx, k] * A[bx * 32 + tx, k]
+        T.fill(acc, acc[0] + acc[1])
+        if bx * 32 + tx < M:
+            B[bx * 32 + tx] = acc[1]
+"""
+
+
+def test_clear_and_fill_of_per_thread_buffers(tmp_path, rng):
+    """T.clear / T.fill of a per-thread T.alloc_local: every thread fills its own copy, as in TileLang."""
+    fn = load_module(tmp_path, PER_THREAD_CLEAR).row_dot
+    a = rng.standard_normal((40, 64)).astype(np.float32)
+    want = (a.astype(np.float64) ** 2).sum(1)
+    for level in LEVELS:
+        b = tilemlir.compile(fn, target="cpu", level=level)(a)
+        assert relative_error(b, want) < 1e-6
+    pytest.importorskip("cuda.bindings.nvrtc")
+    assert tilemlir.compile(fn, target="cuda", arch="sm_90a").cubin[:4] == b"\x7fELF"

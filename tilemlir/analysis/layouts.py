@@ -384,6 +384,17 @@ def same_holders(a: TiledLayout, b: TiledLayout) -> bool:
     return a.shape == b.shape and a.threads == b.threads and bool(np.array_equal(a.holders(), b.holders()))
 
 
+def same_placement(a: TiledLayout, b: TiledLayout) -> bool:
+    """Whether both layouts put every element (and replica) in the same thread and register: equal maps, even
+    when their digits split them differently (a wgmma accumulator's warp and warpgroup digits against one
+    mma.sync warp digit)."""
+    if (a.shape, a.threads, a.replicate, a.registers) != (b.shape, b.threads, b.replicate, b.registers):
+        return False
+    elements = a.all_elements()
+    return all(np.array_equal(np.stack(a.locate(elements, r)), np.stack(b.locate(elements, r)))
+               for r in range(a.replicate))
+
+
 def check_bijection(layout: TiledLayout) -> str | None:
     """Brute force: does (padded element, replica) -> (thread, register) hit threads x registers once each?"""
     elements = layout.all_elements(padded=True)

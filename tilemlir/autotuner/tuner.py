@@ -70,7 +70,7 @@ def autotune(fn: Any = None, /, *, configs: Any = None, key: Sequence[str] | Non
              atol: float | None = None, skip_check: bool = False, restore_value: Sequence[str] = (),
              cache_results: bool = True, workers: int | None = None, progress: bool | None = None,
              do_bench: Callable[[Callable[[], Any]], float] | None = None,
-             run: Callable[[Any, tuple, dict], Any] | None = None) -> Callable[[Any], "Autotuned"]:
+             run: Callable[[Any, tuple, dict], Any] | None = None, **tilelang_keywords: Any) -> Callable[[Any], Any]:
     """Decorate a `@tilemlir.jit` factory (write it above the `@tilemlir.jit`).
 
     configs: a list of dicts of factory arguments, a dict of lists (every combination), or a
@@ -85,18 +85,35 @@ def autotune(fn: Any = None, /, *, configs: Any = None, key: Sequence[str] | Non
     restore_value: arguments the kernel reads and writes, copied back before every run.
     cache_results: keep the choice on disk (TILEMLIR_AUTOTUNE: on, force, off).
     workers, progress: `compile_many`'s. run: (kernel, args, config) -> outputs, replacing the
-        launch (tests on a machine without a GPU)."""
+        launch (tests on a machine without a GPU).
+
+    Without key=, TileLang's form `@tilelang.autotune(configs=..., warmup=, rep=, timeout=, ...)`:
+    `tilemlir.autotuner.tilelang_style` (calls that pass a tunable argument are not tuned)."""
+    if key is None and configs is not None and fn is None:
+        return _tilelang_style(configs, tilelang_keywords)
+    if tilelang_keywords:
+        raise TypeError(f"tilemlir.autotune got unexpected keyword argument(s) {', '.join(sorted(tilelang_keywords))}")
     if fn is not None:
         raise TypeError("@tilemlir.autotune needs its configs and key: write "
                         "@tilemlir.autotune(configs=[...], key=[...]) above @tilemlir.jit(...)")
     if configs is None:
         raise TypeError("tilemlir.autotune needs configs=: a list of dicts or a dict of lists of factory arguments")
-    if key is None or isinstance(key, str) or not all(isinstance(k, str) for k in key):
+    if isinstance(key, str) or not all(isinstance(k, str) for k in key):
         raise TypeError("tilemlir.autotune needs key=: a list of the argument names and symbolic dims whose "
                         f"values select a tuning (e.g. ['M']; [] tunes once for every shape), got {key!r}")
     options = TuneOptions(configs, tuple(key), warmup, rep, ref_prog, check, rtol, atol, skip_check,
                           tuple(restore_value), cache_results, workers, progress, do_bench, run)
     return lambda function: Autotuned(function, options)
+
+
+def _tilelang_style(configs: Any, keywords: dict) -> Callable[[Any], Any]:
+    from tilemlir.autotuner.tilelang_style import TILELANG_KEYWORDS, TileLangAutotuned
+
+    unknown = sorted(set(keywords) - TILELANG_KEYWORDS)
+    if unknown:
+        raise TypeError(f"autotune got unexpected keyword argument(s) {', '.join(unknown)} (TileLang's form, without "
+                        f"key=, takes configs= and {', '.join(sorted(TILELANG_KEYWORDS))})")
+    return lambda function: TileLangAutotuned(function, configs)
 
 
 class Autotuned:

@@ -156,15 +156,16 @@ WGMMA_PENDING_ATTR = "tile.wgmma_pending"
 GEMM_MNK_ATTR = "tile.gemm_mnk"  # [M, N, K] of a gemm kept at the thread level (its fragments are register arrays)
 
 
-MMA_SYNC_SHAPE, WGMMA_SHAPE = "m16n8k16", "m64nNk16"
+MMA_SYNC_SHAPE, WGMMA_SHAPE, WGMMA_FP8_SHAPE = "m16n8k16", "m64nNk16", "m64nNk32"
 MMA_INSTRUCTIONS = {"mma_sync": MMA_SYNC_SHAPE, "wgmma": WGMMA_SHAPE}
-_GRID_KEYS = {MMA_SYNC_SHAPE: ("warps_m", "warps_n"), WGMMA_SHAPE: ("warpgroups_m", "warpgroups_n")}
+_GRID_KEYS = {MMA_SYNC_SHAPE: ("warps_m", "warps_n"), WGMMA_SHAPE: ("warpgroups_m", "warpgroups_n"),
+              WGMMA_FP8_SHAPE: ("warpgroups_m", "warpgroups_n")}
 
 
 @dataclass(frozen=True)
 class MmaChoice:
     """What select-mma chose for a gemm: the instruction shape and the grid splitting C, of warps
-    (mma.sync m16n8k16) or warpgroups (wgmma m64nNk16) along M and N."""
+    (mma.sync m16n8k16) or warpgroups (wgmma m64nNk16, or m64nNk32 for fp8) along M and N."""
 
     shape: str
     grid_m: int
@@ -172,11 +173,11 @@ class MmaChoice:
 
     @property
     def wgmma(self) -> bool:
-        return self.shape == WGMMA_SHAPE
+        return self.shape in (WGMMA_SHAPE, WGMMA_FP8_SHAPE)
 
 
 def mma_attr(grid_m: int, grid_n: int, shape: str = MMA_SYNC_SHAPE) -> ir.Attribute:
-    """`{shape = "m16n8k16", warps_m, warps_n}` (or `{shape = "m64nNk16", warpgroups_m, warpgroups_n}`):
+    """`{shape = "m16n8k16", warps_m, warps_n}` (or `{shape = "m64nNk16" | "m64nNk32", warpgroups_m, warpgroups_n}`):
     the grid of warps (warpgroups) splitting C."""
     key_m, key_n = _GRID_KEYS[shape]
     return ir.DictAttr.get({"shape": ir.StringAttr.get(shape), key_m: _i64(grid_m), key_n: _i64(grid_n)})

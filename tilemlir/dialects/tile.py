@@ -26,6 +26,7 @@ Result = ext.Result
 Region = ext.Region
 
 SHARED, FRAGMENT, LOCAL = "shared", "fragment", "local"
+THREAD_LOOP_ATTR = "tile.thread_loop"  # on thread code's tile.parallel (frontend/threads.py): point t is thread t
 ON_CHIP_SPACES = (SHARED, FRAGMENT, LOCAL)
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
 MAX_THREADS = hardware.MAX_THREADS_PER_BLOCK
@@ -720,6 +721,7 @@ class ReduceOp(Tile.Operation, name="reduce"):
         return None
 
 
+FP8_TYPES = ("f8E4M3FN", "f8E5M2")  # a gemm's A and B may be of different fp8 kinds (as wgmma's are)
 _GEMM_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), "f64": ("f64",),
                       "f8E4M3FN": ("f32",), "f8E5M2": ("f32",), "i8": ("i32",)}
 
@@ -727,7 +729,7 @@ _GEMM_ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "f32": ("f32",), 
 class GemmOp(Tile.Operation, name="gemm"):
     """`C += op(A) x op(B)`, op transposing when `transpose_a` / `transpose_b` are set.
 
-    A and B are shared or fragment tiles of one element type; C is a
+    A and B are shared or fragment tiles of one element type (or two fp8 kinds); C is a
     fragment accumulator (f32 for f16/bf16/fp8 inputs, f16 also for f16,
     i32 for i8). A shared operand may be a *ring* of tiles: a buffer of rank
     2 + r whose last two dims are the tile, selected by r leading `indices`
@@ -778,7 +780,7 @@ class GemmOp(Tile.Operation, name="gemm"):
             return f"K mismatch: A gives K = {ka}, B gives K = {kb} (transpose_a = {trans_a}, transpose_b = {trans_b})"
         if list(c.shape) != [m, n]:
             return f"accumulator C must be {m}x{n} (M x N), got {c.shape[0]}x{c.shape[1]}"
-        if a.element_type != b.element_type:
+        if a.element_type != b.element_type and not {str(a.element_type), str(b.element_type)} <= set(FP8_TYPES):
             return f"A and B element types differ: {a.element_type} vs {b.element_type}"
         allowed = _GEMM_ACCUMULATORS.get(str(a.element_type), ())
         if str(c.element_type) not in allowed:
@@ -817,7 +819,7 @@ def gemm_ring_indices(op: ir.Operation) -> tuple[list[ir.Value], list[ir.Value]]
 
 
 class AtomicAddOp(Tile.Operation, name="atomic_add"):
-    """Atomically add `value` into the global tensor `dst` at `indices`.
+    """Atomically add `value` into the global tensor or shared buffer `dst` at `indices`.
 
     A scalar `value` adds into one element; an on-chip buffer adds its
     whole box, right-aligned onto `dst`, starting at `indices`.
@@ -833,8 +835,8 @@ class AtomicAddOp(Tile.Operation, name="atomic_add"):
     def verify_invariants(self):
         operands = list(self.operation.operands)
         dst, value = operands[0].type, operands[1].type
-        if memory_space(dst) is not None:
-            return f"dst must be a global tensor, got {_space_name(memory_space(dst))} memory"
+        if memory_space(dst) not in (None, SHARED):
+            return f"dst must be a global tensor or a shared buffer, got {_space_name(memory_space(dst))} memory"
         if len(operands) - 2 != dst.rank:
             return f"expects {dst.rank} indices (rank of dst), got {len(operands) - 2}"
         elem = value.element_type if _is_memref(value) else value

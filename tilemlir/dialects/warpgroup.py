@@ -9,10 +9,12 @@
   leading and stride byte offsets, swizzle mode). Its indices are logical, so the op has its
   entry in `dialects/shared_access.SHARED_INDEXED` and materialize-shared-layouts makes them
   physical like every shared access's.
-- `tile.wgmma(a_desc, b_desc, c) {n, operand_type, c_offset, trans_a, trans_b}`:
-  `wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t}` into the `n / 2` f32 registers of `c`
+- `tile.wgmma(a_desc, b_desc, c) {n, operand_type, c_offset, trans_a, trans_b, b_type?}`:
+  `wgmma.mma_async.sync.aligned.m64n{n}k{K}.f32.{a}.{b}` into the `n / 2` f32 registers of `c`
   at `c_offset`; `trans_a` / `trans_b` (the ISA's imm-trans) say A is stored M-major (K x M)
-  and B N-major (K x N) instead of K-major.
+  and B N-major (K x N) instead of K-major. K is 16 for f16 / bf16, 32 for the fp8 types e4m3
+  and e5m2, which are K-major only (no imm-trans) and may differ between A (`operand_type`) and
+  B (`b_type`, absent when B's type is A's).
 - `tile.wgmma_fence()` before the first wgmma of a batch (the accumulators were touched),
   `tile.wgmma_commit()` closes the batch, `tile.wgmma_wait() {pending = N}` waits until at most N
   of the warpgroup's batches are in flight (only then may c be read, or A and B be overwritten).
@@ -35,7 +37,17 @@ Result = ext.Result
 
 WARPGROUP = 128
 WGMMA_M, WGMMA_K = 64, 16
-WGMMA_OPERAND_TYPES = ("f16", "bf16")
+WGMMA_FP8_TYPES = ("e4m3", "e5m2")  # the ISA's fp8 types: m64nNk32, K-major only, A and B of either kind
+WGMMA_OPERAND_TYPES = ("f16", "bf16", *WGMMA_FP8_TYPES)
+# the MLIR element type of a wgmma operand -> the ISA's type name
+WGMMA_TYPE_NAMES = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+WGMMA_OPERAND_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
+B_TYPE_ATTR = "b_type"
+
+
+def wgmma_k(operand_type: str) -> int:
+    """The K of one wgmma on `operand_type` operands: 32 bytes of K, 16 elements of f16 / bf16, 32 of fp8."""
+    return 32 // WGMMA_OPERAND_BYTES[operand_type]
 DESCRIPTOR_SWIZZLES = (32, 64, 128)
 # the 14-bit fields hold byte offsets >> 4
 DESCRIPTOR_FIELD_LIMIT = 1 << 18
@@ -90,10 +102,12 @@ class WgmmaDescOp(Tile.Operation, name="wgmma_desc"):
 
 
 class WgmmaOp(Tile.Operation, name="wgmma"):
-    """`wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand_type}.{operand_type}` of the warpgroup:
+    """`wgmma.mma_async.sync.aligned.m64n{n}k{K}.f32.{operand_type}.{b_type}` of the warpgroup:
     the 64 x n block of C its 128 threads hold, `n / 2` f32 registers of `c` at `c_offset` per thread,
-    plus A (64 x 16, descriptor `a_desc`) times B (16 x n, descriptor `b_desc`). Asynchronous:
-    the registers are C's again only after a `tile.wgmma_wait` retires the batch.
+    plus A (64 x K, descriptor `a_desc`) times B (K x n, descriptor `b_desc`); K = `wgmma_k` (16, or
+    32 for fp8, whose operands are K-major: `trans_a = trans_b = false`). `b_type`, only where B's
+    type differs from A's (fp8 only). Asynchronous: the registers are C's again only after a
+    `tile.wgmma_wait` retires the batch.
 
         "tile.wgmma"(%da, %db, %C_f) {n = 128 : i64, operand_type = "bf16", c_offset = 64 : i64,
                                      trans_a = false, trans_b = true}
@@ -120,10 +134,13 @@ class WgmmaOp(Tile.Operation, name="wgmma"):
             return problem
         operand_type = ir.StringAttr(self.operation.attributes["operand_type"]).value
         if operand_type not in WGMMA_OPERAND_TYPES:
-            return f"operand_type must be f16 or bf16, got '{operand_type}'"
+            return f"operand_type must be one of {', '.join(WGMMA_OPERAND_TYPES)}, got '{operand_type}'"
         for label in ("trans_a", "trans_b"):
             if _bool_attr(self, label) is None:
                 return f"'{label}' must be a boolean"
+        problem = _fp8_problem(self.operation, operand_type)
+        if problem:
+            return problem
         if memory_space(c) != LOCAL or c.rank != 1 or str(c.element_type) != "f32":
             return f"c must be a rank-1 \"local\" f32 register array, got {c}"
         offset = _int_attr(self, "c_offset")
@@ -131,6 +148,24 @@ class WgmmaOp(Tile.Operation, name="wgmma"):
             return f"c slice [{offset}, {offset + n // 2 if offset is not None else '?'}) leaves the " \
                    f"{c.shape[0]}-element array"
         return _launch_problem(self)
+
+
+def wgmma_b_type(op: ir.Operation) -> str:
+    """The ISA type of a tile.wgmma's B: its `b_type`, else its `operand_type`."""
+    attrs = op.attributes
+    return ir.StringAttr(attrs[B_TYPE_ATTR if B_TYPE_ATTR in attrs else "operand_type"]).value
+
+
+def _fp8_problem(op: ir.Operation, a_type: str) -> str | None:
+    if B_TYPE_ATTR in op.attributes and not isinstance(op.attributes[B_TYPE_ATTR], ir.StringAttr):
+        return f"'{B_TYPE_ATTR}' must be a string"
+    b_type = wgmma_b_type(op)
+    if b_type != a_type and not (a_type in WGMMA_FP8_TYPES and b_type in WGMMA_FP8_TYPES):
+        return f"A and B types may differ only among the fp8 types {', '.join(WGMMA_FP8_TYPES)}, got '{a_type}' and " \
+               f"'{b_type}'"
+    if a_type in WGMMA_FP8_TYPES and (_bool_attr(op, "trans_a") or _bool_attr(op, "trans_b")):
+        return "fp8 operands are K-major only: trans_a and trans_b must be false"
+    return None
 
 
 class WgmmaFenceOp(Tile.Operation, name="wgmma_fence"):
@@ -192,14 +227,16 @@ def wgmma_desc(src, indices, leading_bytes: int, stride_bytes: int, swizzle: int
     return _without_segments(op).result
 
 
-def wgmma(a_desc, b_desc, c, n: int, operand_type: str, c_offset: int, trans_a: bool, trans_b: bool, *, loc=None,
-          ip=None) -> WgmmaOp:
+def wgmma(a_desc, b_desc, c, n: int, operand_type: str, c_offset: int, trans_a: bool, trans_b: bool,
+          b_type: str | None = None, *, loc=None, ip=None) -> WgmmaOp:
     # The DSL rejects a falsy attribute value at construction, so the booleans are set after.
     true = ir.BoolAttr.get(True)
     op = WgmmaOp(a_desc, b_desc, c, _i64(n), ir.StringAttr.get(operand_type), _i64(c_offset), true, true,
                  loc=loc, ip=ip)
     op.operation.attributes["trans_a"] = ir.BoolAttr.get(trans_a)
     op.operation.attributes["trans_b"] = ir.BoolAttr.get(trans_b)
+    if b_type is not None and b_type != operand_type:
+        op.operation.attributes[B_TYPE_ATTR] = ir.StringAttr.get(b_type)
     return op
 
 

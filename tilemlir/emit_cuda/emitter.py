@@ -13,7 +13,7 @@ import re
 from tilemlir.diagnostics.reporting import error, source_location
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
-from tilemlir.emit_cuda import async_copy, debug, irutil
+from tilemlir.emit_cuda import async_copy, bulk_copy, debug, irutil
 from tilemlir.emit_cuda.cexpr import CExpr
 from tilemlir.emit_cuda.code_writer import MAX_LINE, CodeWriter
 from tilemlir.emit_cuda.ctype import CTypes, UnsupportedType
@@ -468,5 +468,6 @@ _HANDLERS = {
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
     **async_copy.HANDLERS,
+    **bulk_copy.HANDLERS,
     **debug.HANDLERS,
 }

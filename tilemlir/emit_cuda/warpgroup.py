@@ -5,6 +5,7 @@ kernel uses it:
 
     const unsigned long long A_s_desc = tl_wgmma_desc(&A_s[...], 16, 1024, 1);
     tl_wgmma_m64n128k16_f32_bf16_kn(C_f + 64, A_s_desc, B_s_desc);
+    tl_wgmma_m64n128k32_f32_e4m3_e4m3(C_f, A_s_desc, B_s_desc);   (fp8: K-major, no imm-trans)
     tl_wgmma_fence(); tl_wgmma_commit(); tl_wgmma_wait<0>(); tl_fence_proxy_async();
 
 The wgmma helper takes the accumulator as `float*` and binds its n / 2 elements as `"+f"` operands, so
@@ -15,6 +16,7 @@ immediates in the instruction (`_kn`: A K-major, B N-major).
 from __future__ import annotations
 
 from tilemlir.emit_cuda import cexpr as C
+from tilemlir.dialects.warpgroup import WGMMA_FP8_TYPES, wgmma_b_type
 from tilemlir.emit_cuda.statement_context import StatementContext
 from tilemlir.mlir import ir
 
@@ -43,14 +45,21 @@ template <int N> __device__ __forceinline__ void tl_wgmma_wait() {
 }"""
 
 
-def wgmma_helper(n: int, operand_type: str, trans_a: bool, trans_b: bool) -> tuple[str, str]:
-    """(name, definition) of the m64n{n}k16 f32 helper for `operand_type` operands read through descriptors."""
-    majors = ("m" if trans_a else "k") + ("n" if trans_b else "k")
-    name = f"tl_wgmma_m64n{n}k16_f32_{operand_type}_{majors}"
+def wgmma_helper(n: int, operand_type: str, trans_a: bool, trans_b: bool, b_type: str | None = None) -> tuple[str, str]:
+    """(name, definition) of the m64n{n}k16 f32 helper for `operand_type` operands read through descriptors,
+    or for fp8 (`b_type`: B's type where it differs) the m64n{n}k32 one, which takes no imm-trans (K-major)."""
+    b_type = b_type or operand_type
     registers = n // 2
     outs = ", ".join(f"%{i}" for i in range(registers))
-    ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand_type}.{operand_type} "
-           f"{{{outs}}}, %{registers}, %{registers + 1}, 1, 1, 1, {int(trans_a)}, {int(trans_b)};")
+    if operand_type in WGMMA_FP8_TYPES:
+        name = f"tl_wgmma_m64n{n}k32_f32_{operand_type}_{b_type}"
+        ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{operand_type}.{b_type} "
+               f"{{{outs}}}, %{registers}, %{registers + 1}, 1, 1, 1;")
+    else:
+        majors = ("m" if trans_a else "k") + ("n" if trans_b else "k")
+        name = f"tl_wgmma_m64n{n}k16_f32_{operand_type}_{majors}"
+        ptx = (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operand_type}.{operand_type} "
+               f"{{{outs}}}, %{registers}, %{registers + 1}, 1, 1, 1, {int(trans_a)}, {int(trans_b)};")
     operands = ", ".join(f'"+f"(d[{i}])' for i in range(registers))
     return name, (
         f"__device__ __forceinline__ void {name}(float* d, unsigned long long a, unsigned long long b) {{\n"
@@ -81,7 +90,8 @@ class WarpgroupStatements:
         cx = self._cx
         attrs = op.attributes
         name, text = wgmma_helper(ir.IntegerAttr(attrs["n"]).value, ir.StringAttr(attrs["operand_type"]).value,
-                                  ir.BoolAttr(attrs["trans_a"]).value, ir.BoolAttr(attrs["trans_b"]).value)
+                                  ir.BoolAttr(attrs["trans_a"]).value, ir.BoolAttr(attrs["trans_b"]).value,
+                                  wgmma_b_type(op))
         cx.prelude.helper_text(name, text)
         a, b, c = op.operands
         offset = ir.IntegerAttr(attrs["c_offset"]).value

@@ -260,8 +260,9 @@ class ControlMixin:
         args = self.bind_call("T.Pipelined", node.iter, ["num_stages"], defaults={"num_stages": 1}, varargs=True)
         lower, upper, step = self.loop_bounds(args, "T.Pipelined")
         stages = self.compile_time_arg(args, "num_stages", int, "a compile-time integer")
-        if stages < 1:
-            raise KernelError(f"T.Pipelined: num_stages must be at least 1, got {stages}", args.node_of("num_stages"))
+        if stages < 0:
+            raise KernelError(f"T.Pipelined: num_stages must be at least 0, got {stages}", args.node_of("num_stages"))
+        stages = max(stages, 1)  # TileLang's 0 (no software pipelining) is tilemlir's 1
         name = self.loop_index_name(node.target)
         op = tile.pipelined(lower.value, upper.value, scalars.to_index(step).value, stages)
         block = tile.body_block(op)

@@ -14,7 +14,8 @@ A function is eager when a top-level statement declares one of its parameters
 (`A: T.Tensor(...)` without a value). Its other parameters are compile-time
 values. `eager_spec` runs the host code before the `with T.Kernel` block in
 Python (twice: once with each `T.const` dim a placeholder, to read the dims off
-the arguments' shapes, then with the dims' values) and gives the kernel's
+the arguments' shapes, then with the dims' values, so that `T.empty` shapes may
+compute with them: `T.ceildiv(N, 128)`) and gives the kernel's
 signature: the declared tensors in parameter order, then the `T.empty`
 outputs in the order they are made. `T.dynamic` / `T.symbolic` dims stay
 symbolic (one kernel for every size). `EagerMixin` lets `KernelBuilder` build
@@ -162,6 +163,9 @@ class _Evaluation:
         try:
             tensor = T.Tensor(*args, **kwargs)
         except T.DeclarationError as exc:
+            if self.consts is None:  # the first run: a shape computed from T.const dims has ints in the second
+                self.namespace[target.id] = None
+                return
             raise KernelError(exc.text.replace("T.Tensor", "T.empty"), call) from None
         self.outputs.append((target.id, tensor))
         self.namespace[target.id] = tensor

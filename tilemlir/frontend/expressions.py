@@ -164,6 +164,10 @@ class ExprMixin:
                 return base.dtype
             if attr == "ndim":
                 return base.rank
+            if attr == "data":
+                raise KernelError("TileLang's `buffer.data` (its data pointer, to alias the buffer as "
+                                  "T.Tensor(shape, dtype, buffer.data)) is not supported by tilemlir: T.reshape(buffer, "
+                                  "shape) or T.view give the same elements under another shape (docs/tilelang.md)")
             raise KernelError(f"a buffer has no attribute '{attr}' in kernel code (it has shape, dtype and ndim)")
         if isinstance(base, Scalar):
             if attr == "dtype":

@@ -21,12 +21,14 @@ With `threads=(X, Y, Z)` the block has X * Y * Z threads; thread `t` has indices
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from tilemlir.dialects import tile
+from tilemlir.dialects.tile import THREAD_LOOP_ATTR
 from tilemlir.frontend import scalars
 from tilemlir.frontend.source import KernelError
 from tilemlir.frontend.types import INDEX
@@ -34,7 +36,6 @@ from tilemlir import language
 from tilemlir.frontend.values import Scalar
 from tilemlir.frontend.views import View
 from tilemlir.mlir import ir
-from tilemlir.passes.infer_layouts import THREAD_LOOP_ATTR
 
 # Statements that end thread code: they act on whole tiles or on the whole block.
 _TILE_LEVEL = {"copy", "fill", "clear", "reduce_sum", "reduce_max", "reduce_min", "reduce_abssum", "reduce_absmax",
@@ -109,7 +110,8 @@ class ThreadsMixin:
         code = self.thread_code
         if code is not None and code.depth != self.body_depth:
             return  # inside a statement of the thread code
-        tile_level = self.uses_intrinsics(stmt, _TILE_LEVEL) or self.binds_thread_indices(stmt)
+        tile_level = (self.uses_intrinsics(stmt, _TILE_LEVEL) and not self.fills_a_per_thread_buffer(stmt)) \
+            or self.binds_thread_indices(stmt)
         if code is not None:
             if tile_level:
                 self.end_thread_code(self.body_depth)
@@ -183,6 +185,22 @@ class ThreadsMixin:
                               "a tile operation it has no thread; read and write it in the kernel's per-thread "
                               "statements")
         return [self.thread_code.thread, *indices]
+
+    def fill_per_thread(self, buffer: "PerThreadBuffer", value: Any, node: ast.AST) -> None:
+        """This thread's `T.fill(buffer, value)`: `value` (evaluated once) into every element of its copy."""
+        value = self.materialize(value)
+        for index in itertools.product(*(range(n) for n in buffer.shape)):
+            indices = [scalars.constant(i, INDEX).value for i in index]
+            self.store(buffer.base, self.per_thread_element(buffer, indices), value, node)
+
+    def fills_a_per_thread_buffer(self, stmt: ast.stmt) -> bool:
+        """`T.fill(buf, v)` / `T.clear(buf)` of a per-thread buffer: per-thread code, not a tile operation."""
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not isinstance(call, ast.Call) or self.intrinsic_name(call.func) not in ("fill", "clear"):
+            return False
+        target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "buffer"), None)
+        binding = self.env.get(target.id) if isinstance(target, ast.Name) else None
+        return binding is not None and isinstance(binding.value, PerThreadBuffer)
 
     def uses_intrinsics(self, stmt: ast.stmt, names) -> bool:
         for node in ast.walk(stmt):

@@ -53,12 +53,26 @@ class TileOpsMixin:
             raise KernelError(
                 f"{what}: allocate buffers at the top level of the T.Kernel block, not inside a loop or `if`"
             )
-        args = self.bind_call(what, node, ["shape", "dtype"])
+        args = self.bind_call(what, node, ["shape", "dtype", "scope"], defaults={"scope": None})
         shape = self.static_shape(self.arg(args, "shape"), args.node_of("shape"), what)
         dtype = self.dtype_value(self.arg(args, "dtype"), args.node_of("dtype"))
+        space, build = self.allocation_scope(what, space, build, self.arg(args, "scope"), args.node_of("scope"))
         if space == "local" and self.thread_mode():
             return self.per_thread_buffer(node, shape, dtype)
         return self.new_buffer(node, space, build, shape, dtype)
+
+    @staticmethod
+    def allocation_scope(what: str, space: str, build, scope: Any, node: ast.AST):
+        """The memory space and builder of TileLang's `scope=` (which decides where the buffer lives, whichever
+        T.alloc_* names it)."""
+        if scope is None:
+            return space, build
+        spaces = {"shared": ("shared", tile.alloc_shared), "shared.dyn": ("shared", tile.alloc_shared),
+                  "local.fragment": ("fragment", tile.alloc_fragment), "local": ("local", tile.alloc_local)}
+        if scope not in spaces:
+            raise KernelError(f"{what}: scope {scope!r} is not supported (TileLang's 'shared', 'shared.dyn', "
+                              "'local.fragment' and 'local' are)", node)
+        return spaces[scope]
 
     def new_buffer(self, node: ast.Call, space: str, build, shape: list[int], dtype: T.DType) -> Buffer:
         """An on-chip buffer of `shape` and `dtype`, named after the assignment that makes it."""
@@ -273,18 +287,36 @@ class TileOpsMixin:
     # T.fill / T.clear
 
     def intrinsic_fill(self, node: ast.Call) -> None:
-        self.require_tile_level("T.fill")
         args = self.bind_call("T.fill", node, ["buffer", "value"])
-        buffer = self.on_chip_buffer(args, "buffer", "T.fill")
+        if self.fills_per_thread(args):
+            self.fill_per_thread(self.arg(args, "buffer"), self.arg(args, "value"), args.node_of("value"))
+            return
+        self.require_tile_level("T.fill")
+        buffer = self.fill_target(args, "T.fill")
         value = self.materialize(self.arg(args, "value"))
         with self.located(args.node_of("value")):
             tile.fill(buffer.value, self.scalar_for(buffer, value, "T.fill").value)
 
     def intrinsic_clear(self, node: ast.Call) -> None:
-        self.require_tile_level("T.clear")
         args = self.bind_call("T.clear", node, ["buffer"])
-        buffer = self.on_chip_buffer(args, "buffer", "T.clear")
+        if self.fills_per_thread(args):
+            self.fill_per_thread(self.arg(args, "buffer"), 0, node)
+            return
+        self.require_tile_level("T.clear")
+        buffer = self.fill_target(args, "T.clear")
         tile.fill(buffer.value, scalars.constant(0, buffer.dtype).value)
+
+    def fills_per_thread(self, args) -> bool:
+        """T.fill / T.clear of a per-thread buffer in thread code: each thread fills its own copy."""
+        return getattr(self.arg(args, "buffer"), "per_thread", False) and self.thread_code is not None
+
+    def fill_target(self, args, what: str) -> Buffer:
+        """The buffer T.fill / T.clear writes; for a per-thread buffer outside thread code (every thread fills
+        its own, as in TileLang), the fragment that holds every thread's copy."""
+        value = self.arg(args, "buffer")
+        if getattr(value, "per_thread", False):
+            return value.base
+        return self.on_chip_buffer(args, "buffer", what)
 
     def scalar_for(self, buffer: Buffer, value: Any, what: str) -> Scalar:
         """`value` converted to `buffer`'s element type (floats never silently become integers)."""
@@ -402,7 +434,7 @@ class TileOpsMixin:
                 f"({m}, {n})",
                 args.node_of("C"),
             )
-        if a.dtype != b.dtype:
+        if a.dtype != b.dtype and not {a.dtype, b.dtype} <= {T.float8_e4m3, T.float8_e5m2}:
             raise KernelError(f"dtype mismatch in T.gemm: A '{a.name}' is {a.dtype} but B '{b.name}' is {b.dtype}", node)
         for label, buffer in (("A", a), ("B", b), ("C", c)):
             if buffer.dtype.kind == "bool":
@@ -422,9 +454,10 @@ class TileOpsMixin:
                               defaults=dict.fromkeys(ATOMIC_HINTS))
         self.check_atomic_hints(args)
         dst = self.tile_arg(args.nodes["dst"], "T.atomic_add")
-        if not dst.buffer.is_global:
+        if not (dst.buffer.is_global or dst.buffer.space == "shared"):
             raise KernelError(
-                f"T.atomic_add adds into global tensors; '{dst.buffer.name}' is a {dst.buffer.space} buffer",
+                f"T.atomic_add adds into global tensors and shared buffers; '{dst.buffer.name}' is a "
+                f"{dst.buffer.space} buffer",
                 args.nodes["dst"],
             )
         if dst.buffer.dtype.kind == "bool":

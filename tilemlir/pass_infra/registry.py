@@ -102,8 +102,11 @@ PASS_MODULES: dict[str, str] = {
     "simulate-threads": "tilemlir.backends.cpu.simulate_threads",
     "strip-tile-attributes": "tilemlir.backends.cpu.strip_tile_attributes",
     "test-diagnostics": "tilemlir.passes.testing.diagnostics",
+    "tma-copies": "tilemlir.passes.tma_copies",
     "test-print-layouts": "tilemlir.passes.testing.print_layouts",
+    "test-plan-barriers": "tilemlir.passes.testing.plan_barriers",
     "vectorize": "tilemlir.passes.vectorize",
+    "warp-specialize": "tilemlir.passes.warp_specialize",
 }
 
 # The passes whose modules have been imported, by name.

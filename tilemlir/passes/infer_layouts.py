@@ -64,12 +64,11 @@ from tilemlir.analysis.layouts import (
 from tilemlir.analysis.mma_layouts import gemm_accumulator_layout, operand_a_layout
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tensor_core_ops import mma_choice
-from tilemlir.dialects.tile import memory_space
+from tilemlir.dialects.tile import THREAD_LOOP_ATTR, memory_space
 from tilemlir.ir_util import constant_int, defining_op, enclosing, operation, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 
-THREAD_LOOP_ATTR = "tile.thread_loop"  # frontend/threads.py sets it on thread code's tile.parallel
 RESOLUTION = (
     "copy the fragment through shared memory (T.copy into a T.alloc_shared buffer, then read that), "
     "or fix the layouts with T.annotate_layout"

@@ -26,8 +26,9 @@ fragment A (its offsets move with the step). `a_frag` / `b_frag` are i32
 whose layout is not the mma layout of the gemm's warp grid (an annotation
 won) is a CompileError naming the gemm.
 
-A gemm of shape m64nNk16 (select-mma's wgmma choice; A and B swizzled
-shared tiles) becomes, with warpgroup `g = tid / 128` holding the
+A gemm of shape m64nNk16 or, for fp8, m64nNk32 (select-mma's wgmma choice;
+A and B swizzled shared tiles; a k32 step of fp8 is 32 bytes of K, as a k16
+step of 16-bit types is) becomes, with warpgroup `g = tid / 128` holding the
 `TM x TN` tile at `(g mod groups_m) TM, (g / groups_m) TN`: a
 `tile.wgmma_fence`, the k16 steps (an `scf.for` marked unrolled), each one
 `tile.wgmma_desc` of B at (k0, col0) (or (col0, k0) when B is N x K) and
@@ -36,16 +37,18 @@ transposed) and one `tile.wgmma` into C's registers `i TN / 2 ..`; then a
 `tile.wgmma_commit` and a `tile.wgmma_wait` for all batches, or all but one
 with `tile.wgmma_pending = 1` (plan-pipeline's), followed by a wait for all
 after the enclosing loop. Descriptor offsets come from
-`shared_layouts.wgmma_descriptor_offsets`. A launch with a wgmma gets a
-`tile.fence_proxy_async` before each of its barriers: the writers' side
-of the generic-to-async proxy ordering wgmma's shared reads need.
+`shared_layouts.wgmma_descriptor_offsets`. A launch with a wgmma and a
+thread's store to shared memory gets a `tile.fence_proxy_async` before
+each of its barriers: the writers' side of the generic-to-async proxy
+ordering wgmma's shared reads need (a launch whose shared tiles only TMA
+writes needs none).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilemlir.analysis.layouts import LayoutError, from_attr
+from tilemlir.analysis.layouts import LayoutError, from_attr, same_placement
 from tilemlir.analysis.mma_layouts import ATOM_K, ATOM_M, ATOM_N, WARP, accumulator_layout, atom_register, \
     operand_a_layout, wgmma_accumulator_layout
 from tilemlir.analysis.shared_layouts import SWIZZLE_ATTR, wgmma_descriptor_offsets
@@ -53,7 +56,7 @@ from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tensor_core_ops as tc
 from tilemlir.dialects import warpgroup
 from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
-from tilemlir.dialects.tile import LOCAL, gemm_ring_indices, memory_space
+from tilemlir.dialects.tile import LOCAL, SHARED, gemm_ring_indices, memory_space
 from tilemlir import ir_util
 from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
@@ -71,8 +74,15 @@ def run(module: ir.Operation, options) -> None:
             choice = tc.mma_choice(gemm)
             (_WgmmaGemm if choice is not None and choice.wgmma else _MmaGemm)(gemm).lower()
         for launch in ops_named(module, "gpu.launch"):
-            if ops_named(launch, "tile.wgmma"):
+            if ops_named(launch, "tile.wgmma") and _writes_shared_generically(launch):
                 _fence_barriers(launch)
+
+
+def _writes_shared_generically(launch: ir.Operation) -> bool:
+    """Whether a thread stores to shared memory (cp.async copies are such stores until async-copies):
+    TMA ring copies (`tile.copy {tile.tma}`, tma-copies') write through the async proxy, as wgmma reads."""
+    return any(memory_space(op.operands[1].type) == SHARED
+               for op in ops_named(launch, "memref.store", "vector.store", "memref.atomic_rmw"))
 
 
 def _fence_barriers(launch: ir.Operation) -> None:
@@ -176,7 +186,7 @@ class _MmaGemm:
             layout = from_attr(alloca.attributes[LAYOUT_ON_ALLOCA], shape, self.t.threads)
         except (KeyError, LayoutError, AttributeError):
             layout = None
-        if layout != wanted:
+        if layout is None or not same_placement(layout, wanted):
             grid = "warpgroup grid" if isinstance(self, _WgmmaGemm) else "warp grid"
             raise diag.error(self.gemm, f"the {label} operand of this T.gemm on tensor cores does not hold the "
                                         f"{self.INSTRUCTION} layout of its {self.t.warps_m}x{self.t.warps_n} {grid} "
@@ -226,8 +236,9 @@ class _MmaGemm:
 
 
 class _WgmmaGemm(_MmaGemm):
-    """A tile.mma gemm of shape m64nNk16: per k16 step, per 64-row block of the warpgroup's tile, one
-    wgmma reading A and B through descriptors; one fence, commit and wait around the steps."""
+    """A tile.mma gemm of shape m64nNk16 (m64nNk32 for fp8): per k16 (k32) step, per 64-row block of the
+    warpgroup's tile, one wgmma reading A and B through descriptors; one fence, commit and wait around
+    the steps."""
 
     INSTRUCTION = "wgmma"
 
@@ -241,17 +252,20 @@ class _WgmmaGemm(_MmaGemm):
         row0 = b.mul(b.rem(group, groups_m), tile_m)
         col0 = b.mul(b.div(group, groups_m), tile_n)
         a_k_major, b_k_major = not self.trans_a, self.trans_b
+        a_type, b_type = (warpgroup.WGMMA_TYPE_NAMES[str(v.type.element_type)] for v in (self.a, self.b))
+        step_k = warpgroup.wgmma_k(a_type)
+        steps = t.k // step_k
         warpgroup.wgmma_fence(loc=b.loc, ip=b.ip)
-        with b.loop(t.steps, unroll=False) as (inner, step, _, loop):
-            loop.attributes[UNROLL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), t.steps)
+        with b.loop(steps, unroll=False) as (inner, step, _, loop):
+            loop.attributes[UNROLL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), steps)
             loop.attributes["tile.name"] = ir.StringAttr.get("ks")
-            k0 = inner.mul(step, ATOM_K)
+            k0 = inner.mul(step, step_k)
             b_desc = self._descriptor(inner, self.b, self.ring_b, [col0, k0] if b_k_major else [k0, col0], b_k_major)
             for i in range(tile_m // WGMMA_M):
                 m0 = inner.add(row0, i * WGMMA_M)
                 a_desc = self._descriptor(inner, self.a, self.ring_a, [m0, k0] if a_k_major else [k0, m0], a_k_major)
-                warpgroup.wgmma(a_desc, b_desc, self.c, tile_n, self.operand_type, i * tile_n // 2,
-                                trans_a=not a_k_major, trans_b=not b_k_major, loc=inner.loc, ip=inner.ip)
+                warpgroup.wgmma(a_desc, b_desc, self.c, tile_n, a_type, i * tile_n // 2, trans_a=not a_k_major,
+                                trans_b=not b_k_major, b_type=b_type, loc=inner.loc, ip=inner.ip)
         warpgroup.wgmma_commit(loc=b.loc, ip=b.ip)
         pending = ir.IntegerAttr(self.gemm.attributes[tc.WGMMA_PENDING_ATTR]).value \
             if tc.WGMMA_PENDING_ATTR in self.gemm.attributes else 0

@@ -1,8 +1,9 @@
 """lower-tile-ops: tile.copy, tile.fill and tile.reduce become loops, warp shuffles and shared exchanges.
 
 Takes tile-level IR after infer-layouts (every fragment and every static
-tile.parallel has a `layout`). Gives tile-level IR without tile.copy,
-tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
+tile.parallel has a `layout`). Gives tile-level IR without tile.copy (but
+the `tile.tma` ring copies plan-pipeline marked, which tma-copies lowers at
+the thread level), tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
 split into scalar ones; tile.gemm is left alone (lower-gemm-simt lowers
 it, before infer-layouts). What replaces them:
 
@@ -49,9 +50,11 @@ from __future__ import annotations
 import math
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.fragment_moves import copy_is_register_local, reduction_threads
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR
+from tilemlir.analysis.tma_boxes import TMA_ATTR
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
@@ -87,7 +90,7 @@ class _KernelLowering:
         ops = list(walk_ops(self.kernel))
         self._mark_padding(ops)
         for op in ops:
-            if op.name == "tile.copy":
+            if op.name == "tile.copy" and TMA_ATTR not in op.attributes:
                 src, dst = op.operands[0], op.operands[1]
                 offsets = list(op.operands[2:])
                 box = [a.value for a in op.attributes["shape"]]
@@ -199,7 +202,7 @@ class _KernelLowering:
             return False
         if any(constant_int(v) != 0 for v in [*src_off, *dst_off]):
             return False
-        return same_holders(self.layout_of(src), self.layout_of(dst))
+        return copy_is_register_local(self.layout_of(src), self.layout_of(dst), whole_box=True)
 
     def _copy_over(self, b, frame, frame_off, box, src, src_off, dst, dst_off, pad, combine) -> None:
         """Copy driven by the fragment `frame`: its layout runs the loop, the box is masked onto it."""
@@ -313,15 +316,11 @@ class _FragmentReduction:
         self.low, self.b = lowering, b
         self.src, self.dst, self.kind, self.dim, self.clear = src, dst, kind, dim, clear
         self.src_layout = lowering.layout_of(src)
-        keep = [k for k in range(src.type.rank) if k != dim]
-        projected = self.src_layout.project(keep)
-        self.layout = projected.with_shape(_shape(dst)) if keep else lir.unsqueeze(projected, _shape(dst))
+        self.plan = reduction_threads(self.src_layout, dim, _shape(dst))
+        self.layout, self.lanes, self.warps, self.copies = self.plan.layout, self.plan.lanes, self.plan.warps, \
+            self.plan.copies
         self.element = dst.type.element_type
         self.unsigned = is_unsigned(dst)
-        reduced = {d.thread for d in self.src_layout.digits if d.dim == dim and d.is_thread}
-        self.lanes, self.warps = _split_at_warp(
-            [(d.thread, d.size) for d in self.layout.digits if d.dim is None and d.thread in reduced], self.WARP)
-        self.copies = [(d.thread, d.size) for d in self.layout.digits if d.dim is None and d.thread not in reduced]
 
     def lower(self) -> None:
         direct = memory_space(self.dst.type) == FRAGMENT and same_holders(
@@ -373,14 +372,13 @@ class _FragmentReduction:
     def _shuffle(self) -> None:
         inner, p = self.low.parallel(self.b, _shape(self.work), self.work_layout, CONVERGENT_ATTR)
         value = inner.load(self.work, p)
-        offsets = sorted((c << bit for c, z in self.lanes for bit in range(z.bit_length() - 1)), reverse=True)
-        for offset in offsets:
+        for offset in self.plan.shuffle_offsets:
             value = self.combine(inner, value, inner.shuffle_xor(value, offset, self.WARP))
         inner.store(value, self.work, p)
 
     def _exchange(self) -> None:
         shape = _shape(self.work)
-        slots = math.prod(z for _, z in self.warps)
+        slots = self.plan.exchange_slots
         base = f"{lir.name_of(defining_op(self.dst))}_red"
         red = self.low.alloc(SHARED, [math.prod(shape), slots], self.element, base, self.b.loc,
                              unsigned=self.unsigned)
@@ -402,24 +400,6 @@ class _FragmentReduction:
         with inner.loop(slots, iter_args=[start]) as (body, w, (acc,), loop):
             body.yield_([self.combine(body, acc, body.load(red, [row, w]))])
         inner.store(loop.results[0], self.work, p)
-
-
-def _split_at_warp(digits: list[tuple[int, int]], warp: int):
-    """Split thread digits (coeff, size) into the parts shuffles reach (power-of-two lanes) and the rest."""
-    lanes, rest = [], []
-    for coeff, size in digits:
-        if coeff >= warp or coeff & (coeff - 1):
-            rest.append((coeff, size))
-            continue
-        inside = min(size, warp // coeff)
-        if size % inside or inside & (inside - 1):
-            rest.append((coeff, size))
-            continue
-        if inside > 1:
-            lanes.append((coeff, inside))
-        if size // inside > 1:
-            rest.append((coeff * inside, size // inside))
-    return lanes, rest
 
 
 @register_pass("lower-tile-ops", "lower tile.copy/fill/reduce to parallel loops, warp shuffles and shared exchanges")

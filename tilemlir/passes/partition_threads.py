@@ -1,7 +1,7 @@
 """partition-threads: tile level to thread level (SIMT), as docs/ir.md's thread-level section describes.
 
-Takes tile-level IR after lower-tile-ops (no tile.copy/fill/reduce left;
-every static tile.parallel and every fragment has a `layout`). Gives, per
+Takes tile-level IR after lower-tile-ops (no tile.copy/fill/reduce left
+but `tile.tma` ring copies, which stay as they are for tma-copies; every static tile.parallel and every fragment has a `layout`). Gives, per
 kernel:
 
 - `tile.kernel` -> one `gpu.launch` (grid from the kernel's grid operands,
@@ -36,12 +36,10 @@ kernel:
   replication), and a written gather needs the fragment and the loop fully
   replicated (every thread keeps its own copy current).
 - `tile.pipelined` -> `scf.for` with `tile.num_stages`.
-- `gpu.barrier` before the first shared-memory access that reads what
-  another thread wrote since the last barrier, or writes what another
-  thread read (or wrote) since then (also around serial loops); accesses
-  of two parallel loops with the same thread map and the same index
-  variables are one thread's and need none. Pipeline rings (`tile.ring`)
-  are left out: plan-pipeline's one barrier per iteration orders them.
+- `gpu.barrier`s where `analysis/barriers.py` plans them: before the first
+  shared-memory access that reads what another thread wrote since the last
+  barrier, or writes what another thread read since then, between tile
+  operations and inside thread code's uniform loops and conditions.
 - Global accesses keep their logical indices and any `tile.pad`; no bounds
   guards are added (insert-guards does that).
 
@@ -61,13 +59,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
+from tilemlir.analysis.barriers import plan_barriers
 from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
+from tilemlir.analysis.tma_boxes import TMA_ATTR
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, layout_parts, memory_space, rasterization
+from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, memory_space, rasterization
 from tilemlir.dialects.tensor_core_ops import GEMM_MNK_ATTR, MMA_ATTR
-from tilemlir.ir_util import constant_int, defining_op, operation, ops_named, walk_ops
+from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
 from tilemlir.mlir import gpu, ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
@@ -94,8 +94,8 @@ class _KernelPartition:
 
     def run(self) -> None:
         self._check_lowered()
-        for op in _plan_barriers(self.kernel):
-            ir.Operation.create("gpu.barrier", loc=op.location, ip=ir.InsertionPoint(op))
+        for barrier in plan_barriers(self.kernel):
+            ir.Operation.create("gpu.barrier", loc=barrier.op.location, ip=ir.InsertionPoint(barrier.op))
         loc = self.kernel.location
         self.body = self._launch()
         self.b = Builder(ir.InsertionPoint.at_block_begin(self.body), loc, self.body)
@@ -121,7 +121,7 @@ class _KernelPartition:
 
     def _check_lowered(self) -> None:
         for op in walk_ops(self.kernel):
-            if op.name in _UNLOWERED:
+            if op.name in _UNLOWERED and TMA_ATTR not in op.attributes:
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
             if op.name == "tile.gemm" and MMA_ATTR not in op.attributes:
                 raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")
@@ -522,113 +522,6 @@ def _threads_hold(domain: TiledLayout, fragment: TiledLayout, dims, write: bool)
     # runners are holders; equal sets exactly when every touched element has `replicate` distinct runners
     runner_pairs = np.unique(np.concatenate(pairs))
     return len(runner_pairs) == len(np.unique(flat)) * fragment.replicate
-
-
-# ----------------------------------------------------------------------------
-# Barriers.
-
-
-@dataclass(frozen=True)
-class _SharedAccess:
-    buffer: ir.Value
-    write: bool
-    who: tuple | None  # which thread touches which element; None: unknown
-
-
-def _plan_barriers(kernel: ir.Operation) -> list[ir.Operation]:
-    """Ops (in tile-level blocks) that need a gpu.barrier right before them."""
-    marks: list[ir.Operation] = []
-    _BarrierWalk(marks).block(kernel.regions[0].blocks[0], [])
-    return marks
-
-
-class _BarrierWalk:
-    def __init__(self, marks: list[ir.Operation]):
-        self.marks = marks
-
-    def block(self, block: ir.Block, state: list[_SharedAccess]) -> list[_SharedAccess]:
-        for op in block.operations:
-            op = operation(op)
-            if any(op == m for m in self.marks) or op.name == "gpu.barrier":
-                state = []
-            if op.name in ("scf.for", "tile.pipelined", "scf.while"):
-                state = self.loop(op, state)
-            elif op.name == "scf.if":
-                branches = [self.block(r.blocks[0], list(state)) for r in op.regions if len(r.blocks)]
-                state = _union(state if len(branches) < 2 else [], *branches)
-            else:
-                accesses = _accesses(op)
-                if any(_conflict(a, p) for a in accesses for p in state):
-                    self.marks.append(op)
-                    state = []
-                state = state + accesses
-        return state
-
-    def loop(self, op: ir.Operation, state):
-        body = op.regions[-1].blocks[0]
-        end = self.block(body, list(state))
-        end = self.block(body, _union(state, end))
-        return _union(state, end)
-
-
-def _union(*states):
-    merged = []
-    for state in states:
-        for access in state:
-            if access not in merged:
-                merged.append(access)
-    return merged
-
-
-def _conflict(new: _SharedAccess, old: _SharedAccess) -> bool:
-    """A read after another thread's write, or a write after another thread's read, of one buffer."""
-    if new.buffer != old.buffer or new.write == old.write:
-        return False
-    return new.who is None or new.who != old.who
-
-
-def _accesses(op: ir.Operation) -> list[_SharedAccess]:
-    """Shared-memory accesses of one op (a whole tile.parallel, a tile.gemm, or a plain load/store)."""
-    if op.name == "tile.gemm":
-        return [_SharedAccess(v, False, None) for v in op.operands[:2]
-                if memory_space(v.type) == SHARED and not _is_ring(v)]
-    if op.name == "tile.parallel":
-        return [_parallel_access(op, inner) for inner in walk_ops(op) if _shared_operand(inner) is not None]
-    if _shared_operand(op) is not None:
-        return [_SharedAccess(_shared_operand(op), op.name == "memref.store", None)]
-    accesses = []
-    for inner in walk_ops(op):
-        if _shared_operand(inner) is not None:
-            accesses.append(_SharedAccess(_shared_operand(inner), inner.name == "memref.store", None))
-    return accesses
-
-
-def _shared_operand(op: ir.Operation) -> ir.Value | None:
-    """The shared buffer `op` accesses, None also for a pipeline ring (its one barrier orders it)."""
-    if op.name not in ("memref.load", "memref.store", "vector.load", "vector.store"):
-        return None
-    memref = op.operands[1] if op.name.endswith("store") else op.operands[0]
-    return memref if memory_space(memref.type) == SHARED and not _is_ring(memref) else None
-
-
-def _is_ring(buffer: ir.Value) -> bool:
-    owner = defining_op(buffer)
-    return owner is not None and RING_ATTR in owner.attributes
-
-
-def _parallel_access(parallel: ir.Operation, op: ir.Operation) -> _SharedAccess:
-    memref = _shared_operand(op)
-    indices = list(op.operands[2:] if op.name.endswith("store") else op.operands[1:])
-    block = parallel.regions[0].blocks[0]
-    who = None
-    if lir.LAYOUT_ATTR in parallel.attributes and all(
-        isinstance(i, ir.BlockArgument) and i.owner == block for i in indices
-    ) and operation(op.parent) == parallel:
-        thread_map, _, replicate = layout_parts(parallel.attributes[lir.LAYOUT_ATTR])
-        # In a replicated loop replica 0 writes and every replica reads: never one thread.
-        if replicate == 1:
-            who = (str(thread_map), tuple(lir.static_extents(parallel)), tuple(i.arg_number for i in indices))
-    return _SharedAccess(memref, op.name.endswith("store"), who)
 
 
 @register_pass("partition-threads", "turn tile.kernel / tile.parallel into gpu.launch and per-thread loops")

@@ -13,9 +13,11 @@ every `tile.pipelined` with `num_stages = S > 1` over `k` in `[lower, upper)` st
   `t mod S` holding tile t; the body's reads take the slot as a leading index (a gemm as ring
   indices, `gemm_ring_indices`; a copy from it as a leading offset).
 - The copies run D = S-1 tiles ahead, or D = S-2 when S >= 3 and a ring feeds a wgmma gemm at the top
-  of the body: its batch stays in flight into the next iteration (such a gemm gets
-  `tile.wgmma_pending = 1`: lower-gemm-mma waits for all but one batch, and for all after the loop),
-  so its slot is the one not yet free.
+  of the body whose C nothing else in the loop touches: its batch stays in flight into the next
+  iteration (such a gemm gets `tile.wgmma_pending = 1`: lower-gemm-mma waits for all but one
+  batch, and for all after the loop), so its slot is the one not yet free. A C that another op
+  reads or writes in the loop (attention's softmax reading S = Q K^T, a block-scaled fp8 GEMM's
+  per-group accumulator cleared and promoted each iteration) is waited for in its iteration.
 - Prologue, before the loop: for tiles i = 0 .. D-1, the ring copies of tile i into slot i under
   `lower + i * step < upper` (left out when constants decide it), each followed by
   `tile.cp_async_commit`.
@@ -29,6 +31,13 @@ every `tile.pipelined` with `num_stages = S > 1` over `k` in `[lower, upper)` st
   those into `tile.cp_async` after vectorize. A ragged last tile reads zeros as every copy
   does outside its tensor (cp.async's zero fill once asynchronous), never a per-element guard
   of its own.
+- With `tma=true` (the compile option `tma=True`, sm_90a), a ring copy TMA can run
+  (`analysis/tma_boxes.tma_problem`) carries `tile.tma` instead, in a loop that no other loop
+  encloses (its mbarriers' phases count the loop's tiles from 0); tma-copies lowers it at the
+  thread level (an elected thread's boxes completing on an mbarrier per slot, every thread waiting
+  on it before the compute). The others stay `tile.async`, each with a remark saying why. When every
+  ring copy is TMA there are no commit/wait groups: the barrier and the mbarrier waits order the
+  ring.
 
 partition-threads' barrier planner skips `tile.ring` buffers: their ordering is the one barrier.
 """
@@ -38,6 +47,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR, RING_ATTR
+from tilemlir.analysis.tma_boxes import TMA_ATTR, tma_problem
+from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import async_copy, tile
 from tilemlir.dialects.tensor_core_ops import WGMMA_PENDING_ATTR, mma_choice
 from tilemlir.dialects.tile import SHARED, memory_space
@@ -47,16 +58,22 @@ from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
 
 _PURE_DIALECTS = ("arith.", "index.", "affine.apply")
+_LOOPS = ("scf.for", "scf.while", "tile.pipelined")
 
 
-@register_pass("plan-pipeline", "T.Pipelined(num_stages > 1): shared rings, a prologue, async copies with "
-                                "commit/wait groups and one barrier per iteration")
-def run(module: ir.Operation, options) -> None:
+@dataclass(frozen=True)
+class PlanPipelineOptions:
+    tma: bool = False  # ring copies TMA can run get tile.tma (sm_90a; the compile option tma=True)
+
+
+@register_pass("plan-pipeline", "T.Pipelined(num_stages > 1): shared rings, a prologue, async copies (cp.async "
+                                "commit/wait groups, or TMA) and one barrier per iteration", PlanPipelineOptions)
+def run(module: ir.Operation, options: PlanPipelineOptions) -> None:
     module = operation(module)
     with module.context, module.location:
         for loop in ops_named(module, "tile.pipelined"):
             if loop.attributes["num_stages"].value > 1:
-                _Pipeline(loop).plan()
+                _Pipeline(loop, options.tma).plan()
 
 
 @dataclass
@@ -68,8 +85,9 @@ class _Ring:
 
 
 class _Pipeline:
-    def __init__(self, loop: ir.Operation):
+    def __init__(self, loop: ir.Operation, tma: bool):
         self.loop = loop
+        self.tma = tma
         self.stages = loop.attributes["num_stages"].value
         self.body = tile.body_block(loop)
         self.k = self.body.arguments[0]
@@ -78,6 +96,7 @@ class _Pipeline:
             kernel = operation(kernel.parent)
         self.kernel_block = kernel.regions[0].blocks[0]
         self.pool: dict = {}
+        self.by_tma: set[ir.Operation] = set()
 
     def builder(self, ip: ir.InsertionPoint, loc: ir.Location) -> Builder:
         return Builder(ip, loc, self.kernel_block, self.pool)
@@ -88,6 +107,8 @@ class _Pipeline:
             return
         copies = [c for r in rings for c in r.copies]
         copies.sort(key=self._position)
+        self.by_tma = self._tma_copies(copies)
+        groups = len(self.by_tma) < len(copies)  # cp.async copies remain: commit/wait groups order them
         lower, upper, step = self.loop.operands
         loc = self.loop.location
         for r in rings:
@@ -101,15 +122,18 @@ class _Pipeline:
             k_i = before.add(lower, before.mul(step, i)) if constant_int(step) is not None else self._affine(
                 before, lower, step, i)
             self._issue(before, copies, rings, k_i, before.index(i), upper)
-            async_copy.cp_async_commit(loc=loc, ip=before.ip)
+            if groups:
+                async_copy.cp_async_commit(loc=loc, ip=before.ip)
         first = operation(list(self.body.operations)[0])
         inner = self.builder(ir.InsertionPoint(first), loc)
-        async_copy.cp_async_wait(ahead - 1, loc=loc, ip=inner.ip)
+        if groups:
+            async_copy.cp_async_wait(ahead - 1, loc=loc, ip=inner.ip)
         inner.op("gpu.barrier")
         t = self._iteration(inner, lower, step)
         k_next = self._affine(inner, self.k, step, ahead)
         self._issue(inner, copies, rings, k_next, inner.rem(inner.add(t, ahead), self.stages), upper)
-        async_copy.cp_async_commit(loc=loc, ip=inner.ip)
+        if groups:
+            async_copy.cp_async_commit(loc=loc, ip=inner.ip)
         slot = inner.rem(t, self.stages)
         ring_of = {r.alloc.results[0]: r.ring for r in rings}
         reads = list({read: None for r in rings for read in r.reads})
@@ -124,14 +148,35 @@ class _Pipeline:
         for r in rings:
             r.alloc.erase()
 
+    def _tma_copies(self, copies: list[ir.Operation]) -> set[ir.Operation]:
+        """The ring copies TMA runs (with `tma`); a remark on each of the others saying why not."""
+        if not self.tma:
+            return set()
+        nested = _enclosing_loop(self.loop)
+        chosen = set()
+        for copy in copies:
+            problem = "its T.Pipelined loop is inside another loop" if nested else tma_problem(copy)
+            if problem:
+                diag.remark(copy, f"T.copy stays cp.async, not TMA: {problem}")
+            else:
+                chosen.add(copy)
+        return chosen
+
     def _in_flight_wgmmas(self, rings: list[_Ring]) -> list[ir.Operation]:
         """The wgmma gemms at the top of the body reading a ring, which may stay in flight one iteration
-        (with at least 3 stages: one slot for the copies ahead, one being read, one still read)."""
+        (with at least 3 stages: one slot for the copies ahead, one being read, one still read), unless
+        other code of the body touches their C (a per-iteration accumulator read after its gemm)."""
         if self.stages < 3:
             return []
         gemms = {read: None for r in rings for read in r.reads if read.name == "tile.gemm"
-                 and operation(read.parent) == self.loop and _is_wgmma(read)}
+                 and operation(read.parent) == self.loop and _is_wgmma(read) and self._only_gemm_touches_c(read)}
         return list(gemms)
+
+    def _only_gemm_touches_c(self, gemm: ir.Operation) -> bool:
+        """Whether nothing else in the loop reads or writes C (attention's softmax reads S = Q K^T right after
+        its gemm, and clears it before the next): a batch in flight across iterations would race with that."""
+        return all(operation(use.owner) == gemm or not inside(operation(use.owner), self.loop)
+                   for use in gemm.operands[2].uses)
 
     # ------------------------------------------------------------ which copies
 
@@ -245,7 +290,7 @@ class _Pipeline:
                 box = [1] * (ring.type.rank - len(box)) + box
             new = tile.copy(src, ring, src_offsets, [slot, *dst_offsets], box, loc=copy.location, ip=b.ip)
             _copy_attributes(copy, new.operation)
-            new.operation.attributes[ASYNC_ATTR] = ir.UnitAttr.get()
+            new.operation.attributes[TMA_ATTR if copy in self.by_tma else ASYNC_ATTR] = ir.UnitAttr.get()
 
     @staticmethod
     def _read_slot(read: ir.Operation, ring_of: dict[ir.Value, ir.Value], slot: ir.Value) -> None:
@@ -274,6 +319,16 @@ class _Pipeline:
         for old, value in zip(read.results, new.results):
             old.replace_all_uses_with(value)
         read.erase()
+
+
+def _enclosing_loop(op: ir.Operation) -> ir.Operation | None:
+    """The innermost loop around `op` inside its tile.kernel, or None."""
+    parent = operation(op.parent)
+    while parent.name != "tile.kernel":
+        if parent.name in _LOOPS:
+            return parent
+        parent = operation(parent.parent)
+    return None
 
 
 def _is_wgmma(gemm: ir.Operation) -> bool:

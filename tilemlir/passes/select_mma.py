@@ -25,8 +25,19 @@ two-dimensional shared tiles whose rows are a multiple of 32 bytes (so
 select-shared-layouts swizzles them), C f32, threads whole warpgroups of 128,
 and a warpgroup grid with M % (64 groups_m) == 0 and N / groups_n at most 256
 and a multiple of 8 (of a whole swizzle panel when B is stored K x N). Every
-warpgroup goes along M where that fits (policy full_col: along N). Otherwise
+warpgroup goes along M where that fits (policy full_col: along N). A C that is
+(through a whole fragment copy) another gemm's fragment A takes wgmma only with
+every warpgroup along M at M = 64 each: that gemm runs on mma.sync, whose warps hold whole runs of
+M / warps rows, which a wgmma C of two or more m64 blocks per warpgroup
+interleaves (softmax row statistics could follow only one of the two). Otherwise
 the mma.sync choice above, with a remark saying why not wgmma.
+
+fp8 operands (float8_e4m3 / float8_e5m2, the same or mixed) take the tensor cores through wgmma
+m64nNk32 only: `tile.mma = {shape = "m64nNk32", ...}` under the wgmma rules above, plus A stored
+M x K and B stored N x K (fp8 wgmma reads K-major operands only); with `instruction=wgmma` an fp8
+gemm wgmma cannot run is a located error naming what it takes (and that tensor_cores=False runs
+it on CUDA cores), and with mma_sync (whose fp8 m16n8k32 this project does not emit) an fp8 gemm
+stays on CUDA cores with a remark.
 """
 
 from __future__ import annotations
@@ -38,9 +49,10 @@ from tilemlir.analysis.mma_layouts import ATOM_K, ATOM_M, ATOM_N, WARP
 from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.analysis.shared_layouts import swizzle_width
-from tilemlir.dialects.tensor_core_ops import MMA_ATTR, MMA_INSTRUCTIONS, POLICIES, POLICY_ATTR, WGMMA_SHAPE, mma_attr
-from tilemlir.dialects.tile import FRAGMENT, SHARED, _element_bytes, memory_space
-from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M
+from tilemlir.dialects.tensor_core_ops import MMA_ATTR, MMA_INSTRUCTIONS, POLICIES, POLICY_ATTR, WGMMA_FP8_SHAPE, \
+    WGMMA_SHAPE, mma_attr
+from tilemlir.dialects.tile import FP8_TYPES, FRAGMENT, SHARED, _element_bytes, memory_space
+from tilemlir.dialects.warpgroup import WARPGROUP, WGMMA_M, WGMMA_TYPE_NAMES
 from tilemlir.ir_util import defining_op, enclosing, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
@@ -56,7 +68,7 @@ class SelectMmaOptions:
 
 
 @register_pass("select-mma", "give tensor-core-eligible tile.gemm ops tile.mma (mma.sync m16n8k16 or wgmma "
-               "m64nNk16, a warp or warpgroup grid)", SelectMmaOptions)
+               "m64nNk16 / m64nNk32, a warp or warpgroup grid)", SelectMmaOptions)
 def run(module: ir.Operation, options: SelectMmaOptions) -> None:
     if not options.enable:
         return
@@ -74,8 +86,11 @@ def _select(gemm: ir.Operation, try_wgmma: bool) -> None:
     if kernel is None:
         return
     threads = lir.kernel_threads(kernel)
-    problem = _ineligible(gemm, threads)
     policy = _policy(gemm)
+    if _fp8_types(gemm):
+        _select_fp8(gemm, threads, policy, try_wgmma)
+        return
+    problem = _ineligible(gemm, threads)
     if problem:
         diag.remark(gemm, f"T.gemm runs on CUDA cores: {problem}")
         return
@@ -108,6 +123,35 @@ def _select(gemm: ir.Operation, try_wgmma: bool) -> None:
     gemm.attributes[MMA_ATTR] = mma_attr(*grid)
 
 
+def _fp8_types(gemm: ir.Operation) -> tuple[str, str] | None:
+    """The ISA names of A's and B's types when they are fp8 (the verifier keeps fp8 from mixing with others)."""
+    types = tuple(str(v.type.element_type) for v in list(gemm.operands)[:2])
+    if types[0] not in FP8_TYPES:
+        return None
+    return tuple(WGMMA_TYPE_NAMES[t] for t in types)
+
+
+def _select_fp8(gemm: ir.Operation, threads: int, policy: str | None, try_wgmma: bool) -> None:
+    """fp8 gemms take the tensor cores through wgmma m64nNk32 only: without wgmma, CUDA cores (as every
+    gemm with tensor_cores=False); with it, a gemm it cannot run is an error, not a silent fallback."""
+    a_type, b_type = _fp8_types(gemm)
+    if not try_wgmma:
+        diag.remark(gemm, "T.gemm runs on CUDA cores: fp8 operands take the tensor cores only through wgmma "
+                          "m64nNk32 (tensor_cores='wgmma', sm_90a)")
+        return
+    trans_a = ir.BoolAttr(gemm.attributes["transpose_a"]).value
+    trans_b = ir.BoolAttr(gemm.attributes["transpose_b"]).value
+    if trans_a or not trans_b:
+        groups = ("fp8 wgmma reads K-major operands only: A stored M x K (transpose_A=False) and B stored N x K "
+                  f"(transpose_B=True), got transpose_A={trans_a}, transpose_B={trans_b}")
+    else:
+        groups = wgmma_grid(gemm, threads, policy)
+    if isinstance(groups, str):
+        raise diag.error(gemm, f"T.gemm on {a_type} x {b_type} operands runs on wgmma m64nNk32.f32.{a_type}.{b_type}, "
+                               f"which cannot take this one: {groups} (tensor_cores=False runs it on CUDA cores)")
+    gemm.attributes[MMA_ATTR] = mma_attr(*groups, shape=WGMMA_FP8_SHAPE)
+
+
 def wgmma_grid(gemm: ir.Operation, threads: int, policy: str | None) -> tuple[int, int] | str:
     """The warpgroup grid (groups_m, groups_n) of a wgmma lowering of `gemm`, or why there is none.
     Every warpgroup along M where that tiles C (each then holds whole rows), else the fewest along N."""
@@ -132,10 +176,17 @@ def wgmma_grid(gemm: ir.Operation, threads: int, policy: str | None) -> tuple[in
         grids = grids[:1]
     elif policy == "full_col":
         grids = grids[-1:]
+    feeds_fragment_a = _feeds_fragment_a(gemm)
     for gm, gn in grids:
         tile_n = n // gn if n % gn == 0 else 0
+        if feeds_fragment_a and (gn != 1 or m != WGMMA_M * gm):
+            continue
         if m % (WGMMA_M * gm) == 0 and tile_n and tile_n % panel == 0 and tile_n <= WGMMA_MAX_N:
             return gm, gn
+    if feeds_fragment_a:
+        return (f"C is the fragment A of a T.gemm on mma.sync, whose warps each hold {m * WARP // threads} whole "
+                f"rows; a wgmma C holds those rows only with every warpgroup along M at 64 rows each (M = "
+                f"{WGMMA_M * groups} here, not {m})")
     return (f"no grid of {groups} warpgroups tiles C ({m}x{n}) into m64 rows and n blocks of at most "
             f"{WGMMA_MAX_N} columns, each a multiple of {panel}")
 
@@ -196,12 +247,14 @@ def _choose(gemm: ir.Operation, grids: list[tuple[int, int]], warps: int, policy
     return min(grids, key=squareness)
 
 
-def _rows_per_warp(gemm: ir.Operation) -> bool:
-    """Whether C's rows should each stay in one warp: A is a fragment, C feeds a reduce over N, or C
-    is (itself, or through a whole fragment copy) the A of another gemm."""
-    a, c = gemm.operands[0], gemm.operands[2]
-    if memory_space(a.type) == FRAGMENT:
-        return True
+def _feeds_fragment_a(gemm: ir.Operation) -> bool:
+    """Whether C is (itself or through a whole fragment copy) the A operand of another gemm."""
+    return any(user.name == "tile.gemm" and number == 0 and user != gemm for user, number in _fed_uses(gemm))
+
+
+def _fed_uses(gemm: ir.Operation):
+    """(user, operand number) of every use of C and of the fragments C is copied into."""
+    c = gemm.operands[2]
     fed = [c]
     for use in c.uses:
         user = operation(use.owner)
@@ -209,10 +262,14 @@ def _rows_per_warp(gemm: ir.Operation) -> bool:
             fed.append(user.operands[1])
     for value in fed:
         for use in value.uses:
-            user = operation(use.owner)
-            if user.name == "tile.reduce" and use.operand_number == 0 and value == c \
-                    and ir.IntegerAttr(user.attributes["dim"]).value == 1:
-                return True
-            if user.name == "tile.gemm" and use.operand_number == 0 and user != gemm:
-                return True
-    return False
+            yield operation(use.owner), use.operand_number
+
+
+def _rows_per_warp(gemm: ir.Operation) -> bool:
+    """Whether C's rows should each stay in one warp: A is a fragment, C feeds a reduce over N, or C
+    is (itself, or through a whole fragment copy) the A of another gemm."""
+    a, c = gemm.operands[0], gemm.operands[2]
+    if memory_space(a.type) == FRAGMENT or _feeds_fragment_a(gemm):
+        return True
+    return any(user.name == "tile.reduce" and number == 0 and user.operands[0] == c
+               and ir.IntegerAttr(user.attributes["dim"]).value == 1 for user, number in _fed_uses(gemm))

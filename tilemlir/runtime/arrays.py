@@ -17,8 +17,10 @@ a read-only mmap, `writeable=False`) the kernel writes, are `LaunchError`s.
 memory as a numpy array (no copy; a dtype numpy lacks as the unsigned
 integer of its width, with its name to view it as), and a torch tensor on a
 GPU a `LaunchError` saying to move it; `torch_from_host(array, dtype)` turns
-the backend's outputs back into tensors. torch is never imported here: a
-tensor exists only where the caller imported torch.
+the backend's outputs back into tensors. `describe_abstract(tensor, name,
+device_type)` describes a torch tensor by its metadata alone (a fake tensor of
+torch.compile's trace: no address). torch is never imported here: a tensor
+exists only where the caller imported torch.
 """
 
 from __future__ import annotations
@@ -87,9 +89,7 @@ def torch_host_view(obj: Any, name: str) -> tuple[Any, str] | None:
     if torch is None or not isinstance(obj, torch.Tensor):
         return None
     if obj.device.type != "cpu":
-        raise LaunchError(f"argument {name!r}: a torch tensor on {obj.device}, but this kernel runs on the CPU "
-                          f"(target='cpu' or TILEMLIR_INTERPRET): pass {name}.cpu() and move the results back with "
-                          ".to(device)")
+        raise _not_on_host(name, obj.device)
     tensor = obj.detach()
     dtype = _torch_dtype_name(tensor.dtype)
     if dtype in DTYPES and DTYPES[dtype].typestr is None:
@@ -137,11 +137,31 @@ def _cuda_array_interface(obj: Any) -> dict[str, Any] | None:
 def _describe_torch(t: Any, name: str) -> ArrayDesc:
     device = t.get_device()
     if device < 0:
-        raise LaunchError(f"argument {name!r}: got a torch tensor on {t.device}; {_HOST_HINT}")
+        raise _not_on_gpu(name, t.device)
     dtype = _torch_dtypes.get(t.dtype)
     if dtype is None:
         dtype = _torch_dtype_name(t.dtype)
     return ArrayDesc(t.shape, None if t.is_contiguous() else t.stride(), dtype, t.data_ptr(), device)
+
+
+def describe_abstract(t: Any, name: str, device_type: str) -> ArrayDesc:
+    """The description of torch tensor `t` from its metadata alone, for a kernel running on `device_type`
+    ("cuda" or "cpu"): a fake tensor under torch.compile has no data, so the address and the device
+    ordinal are None (unknown, not checked). Its dims may be symbolic (SymInt)."""
+    if t.device.type not in (device_type, "meta"):
+        raise _not_on_gpu(name, t.device) if device_type == "cuda" else _not_on_host(name, t.device)
+    strides = None if t.is_contiguous() else tuple(t.stride())
+    return ArrayDesc(tuple(t.shape), strides, _torch_dtype_name(t.dtype), None, None)
+
+
+def _not_on_gpu(name: str, device: Any) -> LaunchError:
+    return LaunchError(f"argument {name!r}: got a torch tensor on {device}; {_HOST_HINT}")
+
+
+def _not_on_host(name: str, device: Any) -> LaunchError:
+    return LaunchError(f"argument {name!r}: a torch tensor on {device}, but this kernel runs on the CPU "
+                       f"(target='cpu' or TILEMLIR_INTERPRET): pass {name}.cpu() and move the results back with "
+                       ".to(device)")
 
 
 def _torch_dtype_name(torch_dtype: Any) -> str:

@@ -47,7 +47,8 @@ class ArrayDesc(NamedTuple):
     strides: in elements, or None for C-contiguous
     dtype:   canonical dtype name (`tilemlir.runtime.dtypes`), or any other
              string describing an unsupported dtype (it then never matches)
-    address: address of the first element (for alignment)
+    address: address of the first element (for alignment), or None when unknown (a fake tensor of
+             torch.compile's trace: the null-pointer, alignment and aliasing checks are then skipped)
     device:  CUDA ordinal, HOST (-1) for host memory, None when unknown (not checked)
     stream:  the producer's stream from an array interface (v3), which the
              launch must wait for; None when there is none
@@ -56,7 +57,7 @@ class ArrayDesc(NamedTuple):
     shape: tuple[int, ...]
     strides: tuple[int, ...] | None
     dtype: str
-    address: int
+    address: int | None
     device: int | None
     stream: int | None = None
 
@@ -141,12 +142,13 @@ class ArgumentBinder:
                         f"was bound by argument {other!r} dim {other_axis} (shapes must agree)")
             if desc.strides is not None:
                 _check_strides(name, shape, desc.strides)
-            if not desc.address and _numel(shape):
-                raise LaunchError(f"argument {name!r}: its data pointer is null, with {_numel(shape)} elements: "
-                                  "a tensor without storage (a wrapper subclass or a fake tensor?) has nothing "
-                                  "the kernel can read or write")
-            if desc.address % align:
-                _check_alignment(name, desc, shape, align)
+            if desc.address is not None:
+                if not desc.address and _numel(shape):
+                    raise LaunchError(f"argument {name!r}: its data pointer is null, with {_numel(shape)} "
+                                      "elements: a tensor without storage (a wrapper subclass or a fake tensor?) "
+                                      "has nothing the kernel can read or write")
+                if desc.address % align:
+                    _check_alignment(name, desc, shape, align)
             if self._index_limit is not None:
                 _check_element_count(name, shape, self._index_limit)
             if device is not None and desc.device is not None and desc.device != device:
@@ -257,6 +259,8 @@ def _check_aliasing(pairs: Sequence[tuple[int, str, int, int, str, int]], values
     """Byte ranges [address, address + numel * itemsize) of C-contiguous arrays (checked before)."""
     for written, written_name, written_size, other, other_name, other_size in pairs:
         a, b = values[written], values[other]
+        if a.address is None or b.address is None:
+            continue
         a_end = a.address + _numel(a.shape) * written_size
         b_end = b.address + _numel(b.shape) * other_size
         if a.address < b_end and b.address < a_end and a.address < a_end and b.address < b_end:

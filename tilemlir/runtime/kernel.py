@@ -21,6 +21,12 @@ arguments (`tensor_map.TensorMapCache`, one per map, shared with the Python
 fast path; the C call plan keeps its own), after the checks and before the
 launch, so a tensor TMA cannot describe is a LaunchError naming the map.
 
+Inside a `torch.compile`d function a call is a call of the kernel's torch
+custom op (`torch_ops`), whose implementation is `launch`: the same call on
+PyTorch's current stream. A launch does no host synchronization and
+allocates only through torch (its caching allocator, the graph's pool under
+CUDA graph capture), so a torch tensor call can be captured in a CUDA graph.
+
 The kernel only launches: the builder (builder.py) makes every kernel and
 hands it the functions that `with_cuda_source` and `export` call, so this
 module imports nothing that makes or stores kernels.
@@ -46,6 +52,7 @@ from tilemlir.runtime.native_call import NativeCall
 from tilemlir.runtime.nvrtc import CompileOptions
 from tilemlir.runtime.signature import KernelSignature, ScalarParam, TensorParam
 from tilemlir.runtime.tensor_map import EncodedMap, TensorMapCache, driver_encode
+from tilemlir.runtime.torch_ops import compiling, torch_op, traced_call, track
 
 log = logging.getLogger("tilemlir.runtime")
 
@@ -96,6 +103,7 @@ class CompiledKernel:
         self._constant_shared = signature.exprs.constant_shared  # None: an expression, known per call
         self._fast: NativeCall | FastCall | None = None
         self._fast_unavailable = False
+        self.trace_key = track(self)  # how a torch.compile trace finds this kernel (torch_ops.op_name)
 
     # -- what it is ------------------------------------------------------------------
     @property
@@ -147,12 +155,34 @@ class CompiledKernel:
 
     # -- launching -------------------------------------------------------------------
     def __call__(self, *args: Any, stream: Any = None) -> Any:
+        if compiling():  # traced by torch.compile: a call of this kernel's custom op (torch_ops)
+            return traced_call(self, args, stream)
         fast = self._fast
         if fast is not None:
             result = fast.call(args, stream)
             if result is not SLOW:
                 return result
         return self._call(args, stream)
+
+    def launch(self, args: tuple) -> Any:
+        """The call on PyTorch's current stream, never through the custom op (the op's implementation)."""
+        fast = self._fast
+        if fast is not None:
+            result = fast.call(args, None)
+            if result is not SLOW:
+                return result
+        return self._call(args, None)
+
+    # -- torch.compile ---------------------------------------------------------------
+    device_type = "cuda"
+
+    def identity(self) -> bytes:
+        """What this kernel runs, for its custom op's name: the cubin."""
+        return self._cubin
+
+    def as_torch_op(self) -> Any:
+        """This kernel as a torch custom op (`torch.ops.tilemlir.<name>_<hash>.default`, tilemlir.runtime.torch_ops)."""
+        return torch_op(self)
 
     def _call(self, args: tuple, stream: Any) -> Any:
         """The general path: any array type, every check with its message."""

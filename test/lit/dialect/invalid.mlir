@@ -944,6 +944,15 @@ func.func @gemm_input_types_differ(%A: memref<64x32xf16, "shared">, %B: memref<3
 
 // -----
 
+// fp8 kinds may mix (as wgmma's .e4m3 / .e5m2 do); fp8 with a 16-bit type may not.
+func.func @gemm_fp8_with_bf16(%A: memref<64x32xf8E4M3FN, "shared">, %B: memref<32x64xbf16, "shared">, %C: memref<64x64xf32, "fragment">) {
+  // expected-error @+1 {{'tile.gemm' op A and B element types differ: f8E4M3FN vs bf16}}
+  "tile.gemm"(%A, %B, %C) : (memref<64x32xf8E4M3FN, "shared">, memref<32x64xbf16, "shared">, memref<64x64xf32, "fragment">) -> ()
+  return
+}
+
+// -----
+
 func.func @gemm_accumulator_type(%A: memref<64x32xbf16, "shared">, %B: memref<32x64xbf16, "shared">, %C: memref<64x64xf16, "fragment">) {
   // expected-error @+1 {{'tile.gemm' op accumulator element type f16 is not valid for bf16 inputs (expected f32)}}
   "tile.gemm"(%A, %B, %C) : (memref<64x32xbf16, "shared">, memref<32x64xbf16, "shared">, memref<64x64xf16, "fragment">) -> ()
@@ -953,9 +962,9 @@ func.func @gemm_accumulator_type(%A: memref<64x32xbf16, "shared">, %B: memref<32
 // -----
 // tile.atomic_add
 
-func.func @atomic_add_shared_dst(%s: memref<64xf32, "shared">, %v: f32, %i: index) {
-  // expected-error @+1 {{'tile.atomic_add' op dst must be a global tensor, got "shared" memory}}
-  "tile.atomic_add"(%s, %v, %i) : (memref<64xf32, "shared">, f32, index) -> ()
+func.func @atomic_add_fragment_dst(%s: memref<64xf32, "fragment">, %v: f32, %i: index) {
+  // expected-error @+1 {{'tile.atomic_add' op dst must be a global tensor or a shared buffer, got "fragment" memory}}
+  "tile.atomic_add"(%s, %v, %i) : (memref<64xf32, "fragment">, f32, index) -> ()
   return
 }
 

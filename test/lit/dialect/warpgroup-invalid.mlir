@@ -72,7 +72,7 @@ func.func @wgmma_bad_n(%d: i64, %c: memref<128xf32, "local">) {
 func.func @wgmma_operand_type(%d: i64, %c: memref<128xf32, "local">) {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // expected-error @+1 {{'tile.wgmma' op operand_type must be f16 or bf16, got 'f32'}}
+    // expected-error @+1 {{'tile.wgmma' op operand_type must be one of f16, bf16, e4m3, e5m2, got 'f32'}}
     "tile.wgmma"(%d, %d, %c) {n = 128 : i64, operand_type = "f32", c_offset = 0 : i64, trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
     gpu.terminator
   }
@@ -120,5 +120,41 @@ func.func @wgmma_wait_pending() {
 func.func @fence_outside_launch() {
   // expected-error @+1 {{'tile.fence_proxy_async' op must be inside a gpu.launch (a thread-level op)}}
   "tile.fence_proxy_async"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @wgmma_fp8_is_k_major(%d: i64, %c: memref<128xf32, "local">) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.wgmma' op fp8 operands are K-major only: trans_a and trans_b must be false}}
+    "tile.wgmma"(%d, %d, %c) {n = 128 : i64, operand_type = "e4m3", c_offset = 0 : i64, trans_a = false, trans_b = true} : (i64, i64, memref<128xf32, "local">) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @wgmma_types_mix_only_among_fp8(%d: i64, %c: memref<128xf32, "local">) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.wgmma' op A and B types may differ only among the fp8 types e4m3, e5m2, got 'bf16' and 'e4m3'}}
+    "tile.wgmma"(%d, %d, %c) {n = 128 : i64, operand_type = "bf16", b_type = "e4m3", c_offset = 0 : i64, trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @wgmma_b_type_is_a_string(%d: i64, %c: memref<128xf32, "local">) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.wgmma' op 'b_type' must be a string}}
+    "tile.wgmma"(%d, %d, %c) {n = 128 : i64, operand_type = "e4m3", b_type = 5 : i64, c_offset = 0 : i64, trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
+    gpu.terminator
+  }
   return
 }

@@ -21,6 +21,15 @@ func.func @warpgroup_ops() {
     "tile.wgmma_fence"() : () -> ()
     // CHECK: "tile.wgmma"(%[[DA]], %{{.+}}, %{{.+}}) {c_offset = 64 : i64, n = 128 : i64, operand_type = "bf16", trans_a = false, trans_b = true} : (i64, i64, memref<128xf32, "local">) -> ()
     "tile.wgmma"(%da, %db, %acc) {n = 128 : i64, operand_type = "bf16", c_offset = 64 : i64, trans_a = false, trans_b = true} : (i64, i64, memref<128xf32, "local">) -> ()
+    // fp8: m64nNk32, K-major; B's type named where it differs from A's
+    %a8 = memref.alloca() {name = "A8", tile.swizzle = 128 : i64} : memref<64x128xf8E4M3FN, "shared">
+    %b8 = memref.alloca() {name = "B8", tile.swizzle = 128 : i64} : memref<128x128xf8E5M2, "shared">
+    %da8 = "tile.wgmma_desc"(%a8, %c0, %c0) {leading_bytes = 16 : i64, stride_bytes = 1024 : i64, swizzle = 128 : i64} : (memref<64x128xf8E4M3FN, "shared">, index, index) -> i64
+    %db8 = "tile.wgmma_desc"(%b8, %c0, %c0) {leading_bytes = 16 : i64, stride_bytes = 1024 : i64, swizzle = 128 : i64} : (memref<128x128xf8E5M2, "shared">, index, index) -> i64
+    // CHECK: "tile.wgmma"(%{{.+}}, %{{.+}}, %{{.+}}) {b_type = "e5m2", c_offset = 0 : i64, n = 128 : i64, operand_type = "e4m3", trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
+    "tile.wgmma"(%da8, %db8, %acc) {n = 128 : i64, operand_type = "e4m3", b_type = "e5m2", c_offset = 0 : i64, trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
+    // CHECK: "tile.wgmma"(%{{.+}}, %{{.+}}, %{{.+}}) {c_offset = 64 : i64, n = 128 : i64, operand_type = "e4m3", trans_a = false, trans_b = false}
+    "tile.wgmma"(%da8, %da8, %acc) {n = 128 : i64, operand_type = "e4m3", c_offset = 64 : i64, trans_a = false, trans_b = false} : (i64, i64, memref<128xf32, "local">) -> ()
     // CHECK: "tile.wgmma_commit"() : () -> ()
     "tile.wgmma_commit"() : () -> ()
     // CHECK: "tile.wgmma_wait"() {pending = 0 : i64} : () -> ()

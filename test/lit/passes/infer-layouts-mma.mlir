@@ -28,6 +28,7 @@ func.func @mma(%X: memref<64xf32>) attributes {tile.entry} {
       memref.store %w, %c[%i, %j] : memref<64x64xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'C_f' dim 1: 16 registers a thread, 2 warp shuffles (xor 2, 1), no shared memory}}
     "tile.reduce"(%c, %m) {kind = "sum", dim = 1 : i64, clear = true} : (memref<64x64xf32, "fragment">, memref<64xf32, "fragment">) -> ()
     "tile.yield"() : () -> ()
   }) {threads = 128 : i64} : (index) -> ()

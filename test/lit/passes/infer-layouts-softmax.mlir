@@ -25,6 +25,7 @@ func.func @sm_1warp(%X: memref<?x1024xf16>, %Y: memref<?x1024xf16>) attributes {
     %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<1xf32, "fragment">
     %row = arith.muli %bx, %cBM : index
     "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 1024]} : (memref<?x1024xf16>, memref<1x1024xf32, "fragment">, index, index, index, index) -> ()
+    // expected-remark @+1 {{reduce max 'x' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -35,6 +36,7 @@ func.func @sm_1warp(%X: memref<?x1024xf16>, %Y: memref<?x1024xf16>) attributes {
       memref.store %e, %x[%i, %j] : memref<1x1024xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'x' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -74,6 +76,7 @@ func.func @sm_8warps(%X: memref<?x8192xf16>, %Y: memref<?x8192xf16>) attributes 
     %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<1xf32, "fragment">
     %row = arith.muli %bx, %cBM : index
     "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [1, 8192]} : (memref<?x8192xf16>, memref<1x8192xf32, "fragment">, index, index, index, index) -> ()
+    // expected-remark @+1 {{reduce max 'x' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 8 warps}}
     "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<1x8192xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -84,6 +87,7 @@ func.func @sm_8warps(%X: memref<?x8192xf16>, %Y: memref<?x8192xf16>) attributes 
       memref.store %e, %x[%i, %j] : memref<1x8192xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'x' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 8 warps}}
     "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x8192xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -123,6 +127,7 @@ func.func @sm_rows(%X: memref<?x4096xf16>, %Y: memref<?x4096xf16>) attributes {t
     %s = "tile.alloc_fragment"() {name = "s"} : () -> memref<4xf32, "fragment">
     %row = arith.muli %bx, %cBM : index
     "tile.copy"(%X, %x, %row, %c0, %c0, %c0) {shape = [4, 4096]} : (memref<?x4096xf16>, memref<4x4096xf32, "fragment">, index, index, index, index) -> ()
+    // expected-remark @+1 {{reduce max 'x' dim 1: 64 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 2 warps}}
     "tile.reduce"(%x, %m) {kind = "max", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -133,6 +138,7 @@ func.func @sm_rows(%X: memref<?x4096xf16>, %Y: memref<?x4096xf16>) attributes {t
       memref.store %e, %x[%i, %j] : memref<4x4096xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'x' dim 1: 64 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 2 warps}}
     "tile.reduce"(%x, %s) {kind = "sum", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
     "tile.parallel"(%cBM, %cN) ({
     ^bb0(%i: index, %j: index):
@@ -216,6 +222,7 @@ func.func @annotated(%X: memref<?x64xf32>, %Y: memref<?xf32>) attributes {tile.e
     // expected-remark @+1 {{fragment 'r' 128 over 128 threads, 1 registers per thread, replicate 1: #tile.layout<affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, 1 : i64>}}
     %r = "tile.alloc_fragment"() {name = "r"} : () -> memref<128xf32, "fragment">
     "tile.copy"(%X, %x, %c0, %c0, %c0, %c0) {shape = [128, 64]} : (memref<?x64xf32>, memref<128x64xf32, "fragment">, index, index, index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'x' dim 1: 64 registers a thread, 0 warp shuffles, no shared memory}}
     "tile.reduce"(%x, %r) {kind = "sum", dim = 1 : i64, clear = true} : (memref<128x64xf32, "fragment">, memref<128xf32, "fragment">) -> ()
     "tile.parallel"(%c128, %c64) ({
     ^bb0(%i: index, %j: index):
@@ -249,6 +256,7 @@ func.func @annotated_unit_row(%X: memref<?x576xf32>, %Y: memref<?xf32>) attribut
     // expected-remark @+1 {{fragment 'r' 1 over 32 threads, 1 registers per thread, replicate 32}}
     %r = "tile.alloc_fragment"() {name = "r"} : () -> memref<1xf32, "fragment">
     "tile.copy"(%X, %x, %c0, %c0, %c0, %c0) {shape = [1, 576]} : (memref<?x576xf32>, memref<1x576xf32, "fragment">, index, index, index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'x' dim 1: 18 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%x, %r) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x576xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.copy"(%r, %Y, %c0, %c0) {shape = [1]} : (memref<1xf32, "fragment">, memref<?xf32>, index, index) -> ()
     "tile.yield"() : () -> ()

@@ -40,6 +40,7 @@ func.func @rms_1warp(%X: memref<?x1024xbf16>, %W: memref<1024xbf16>, %Y: memref<
       memref.store %v2, %sq[%i, %j] : memref<1x1024xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x1024xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):
@@ -103,6 +104,7 @@ func.func @rms_2warps(%X: memref<?x2048xbf16>, %W: memref<2048xbf16>, %Y: memref
       memref.store %v2, %sq[%i, %j] : memref<1x2048xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 2 warps}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x2048xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):
@@ -166,6 +168,7 @@ func.func @rms_4warps(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref
       memref.store %v2, %sq[%i, %j] : memref<1x4096xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 4 warps}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x4096xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):
@@ -229,6 +232,7 @@ func.func @rms_8warps(%X: memref<?x8192xbf16>, %W: memref<8192xbf16>, %Y: memref
       memref.store %v2, %sq[%i, %j] : memref<1x8192xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), a shared exchange over 8 warps}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<1x8192xf32, "fragment">, memref<1xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):
@@ -292,6 +296,7 @@ func.func @rms_rows(%X: memref<?x4096xbf16>, %W: memref<4096xbf16>, %Y: memref<?
       memref.store %v2, %sq[%i, %j] : memref<4x4096xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 128 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<4x4096xf32, "fragment">, memref<4xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):
@@ -355,6 +360,7 @@ func.func @rms_1000(%X: memref<?x1000xbf16>, %W: memref<1000xbf16>, %Y: memref<?
       memref.store %v2, %sq[%i, %j] : memref<8x1000xf32, "fragment">
       "tile.yield"() : () -> ()
     }) : (index, index) -> ()
+    // expected-remark @+1 {{reduce sum 'sq' dim 1: 32 registers a thread, 5 warp shuffles (xor 16, 8, 4, 2, 1), no shared memory}}
     "tile.reduce"(%sq, %rms) {kind = "sum", dim = 1 : i64, clear = true} : (memref<8x1000xf32, "fragment">, memref<8xf32, "fragment">) -> ()
     "tile.parallel"(%cBM) ({
     ^bb0(%i: index):

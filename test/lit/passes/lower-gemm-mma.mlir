@@ -90,3 +90,27 @@ func.func @fragment_a() attributes {tile.entry} {
   }
   return
 }
+
+// -----
+
+// A fragment A whose layout is written as a wgmma accumulator's over 2 warpgroups (attention's P, copied from
+// S = Q K^T on wgmma): warp digit (d0 floordiv 16) mod 4 and warpgroup digit d0 floordiv 64 put every element
+// where the 8x1 warp grid's one warp digit d0 floordiv 16 does, so it is that gemm's A layout.
+#a = #tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 2) mod 4 + (d0 mod 8) * 4 + ((d0 floordiv 16) mod 4) * 32 + (d0 floordiv 64) * 128)>, affine_map<(d0, d1) -> (d1 mod 2 + ((d0 floordiv 8) mod 2) * 2 + (d1 floordiv 8) * 4)>, 1 : i64>
+#c = #tile.layout<affine_map<(d0, d1) -> ((d1 floordiv 2) mod 4 + (d0 mod 8) * 4 + (d0 floordiv 16) * 32)>, affine_map<(d0, d1) -> (d1 mod 2 + ((d0 floordiv 8) mod 2) * 2)>, 1 : i64>
+// CHECK-LABEL: func.func @fragment_a_from_wgmma
+// CHECK: "tile.mma_sync"({{.+}}) {a_offset = 0 : i64, b_offset = 0 : i64, c_offset = 0 : i64, operand_type = "bf16"
+// CHECK-NOT: tile.gemm
+func.func @fragment_a_from_wgmma() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %a = memref.alloca() {name = "P", tile.layout = #a} : memref<8xbf16, "local">
+    %b = memref.alloca() {name = "V_s"} : memref<16x8xbf16, "shared">
+    %c = memref.alloca() {name = "O", tile.layout = #c} : memref<4xf32, "local">
+    "tile.gemm"(%a, %b, %c) {tile.gemm_mnk = [128, 8, 16], tile.mma = {shape = "m16n8k16", warps_m = 8 : i64, warps_n = 1 : i64}, transpose_a = false, transpose_b = false} : (memref<8xbf16, "local">, memref<16x8xbf16, "shared">, memref<4xf32, "local">) -> ()
+    gpu.terminator
+  }
+  return
+}

@@ -67,3 +67,19 @@ func.func @periods(%r: index, %c: index) {
   }
   return
 }
+
+// An atomic add into a swizzled buffer indexes its physical element like any access.
+// CHECK-LABEL: func.func @swizzled_atomic
+// CHECK: %[[S:.+]] = memref.alloca() {name = "H_s", tile.logical_shape = array<i64: 8, 32>, tile.materialized, tile.swizzle = 128 : i64} : memref<256xf32, "shared">
+// CHECK: arith.xori
+// CHECK: "tile.atomic_add"(%[[S]], %{{.+}}, %{{.+}}) : (memref<256xf32, "shared">, f32, index) -> ()
+func.func @swizzled_atomic(%r: index, %c: index, %v: f32) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %h = memref.alloca() {name = "H_s", tile.swizzle = 128 : i64} : memref<8x32xf32, "shared">
+    "tile.atomic_add"(%h, %v, %r, %c) : (memref<8x32xf32, "shared">, f32, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}

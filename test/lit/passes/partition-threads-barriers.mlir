@@ -1039,3 +1039,63 @@ module {
     return
   }
 }
+
+// -----
+
+// Thread code (tile.thread_loop) with a loop that writes a shared row every thread reads (TileLang's naive
+// GEMV): the barriers stand inside the loop, at the top of its body and before the read loop.
+// CHECK-LABEL: func.func @gemv
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for
+// CHECK: memref.store {{.*}} : memref<128xf32, "shared">
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.for
+// CHECK: memref.load {{.*}} : memref<128xf32, "shared">
+// CHECK: gpu.terminator
+#id = affine_map<(d0) -> (d0)>
+#zero = affine_map<(d0) -> (0)>
+// TileLang's naive GEMV: each iteration writes the shared row every thread reads. A barrier before the
+// read loop (read after the other threads' writes) and one at the top of the body (the next iteration's
+// writes after this one's reads); B_s[t, k] is thread t's own row and needs none.
+func.func @gemv(%A: memref<256xf32>, %B: memref<128x256xf32>, %C: memref<128xf32>) attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %a_s = "tile.alloc_shared"() {name = "A_s"} : () -> memref<128xf32, "shared">
+    %b_s = "tile.alloc_shared"() {name = "B_s"} : () -> memref<128x128xf32, "shared">
+    %c128 = arith.constant 128 : index
+    "tile.parallel"(%c128) ({
+    ^bb0(%t: index):
+      %c0 = arith.constant 0 : index
+      %c1_ = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c128_ = arith.constant 128 : index
+      %zero = arith.constant 0.0 : f32
+      %acc = scf.for %bk = %c0 to %c2 step %c1_ iter_args(%sum = %zero) -> f32 {
+                scf.for %k = %c0 to %c128_ step %c1_ {
+          %base = arith.muli %bk, %c128_ : index
+          %g = arith.addi %base, %k : index
+          %x = memref.load %A[%g] : memref<256xf32>
+          memref.store %x, %a_s[%k] : memref<128xf32, "shared">
+          %y = memref.load %B[%t, %g] : memref<128x256xf32>
+          memref.store %y, %b_s[%t, %k] : memref<128x128xf32, "shared">
+        }
+                %part = scf.for %k = %c0 to %c128_ step %c1_ iter_args(%s = %sum) -> f32 {
+          %x = memref.load %a_s[%k] : memref<128xf32, "shared">
+          %y = memref.load %b_s[%t, %k] : memref<128x128xf32, "shared">
+          %p = arith.mulf %x, %y : f32
+          %n = arith.addf %s, %p : f32
+          scf.yield %n : f32
+        }
+        scf.yield %part : f32
+      }
+      memref.store %acc, %C[%t] : memref<128xf32>
+      "tile.yield"() : () -> ()
+    }) {layout = #tile.layout<#id, #zero, 1 : i64>, tile.thread_loop} : (index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
+

@@ -119,6 +119,45 @@ func.func @wgmma_gemm(%A: memref<?x?xbf16>, %B: memref<?x256xbf16>, %n: index) a
 
 // -----
 
+// Three stages feeding a wgmma gemm whose C the body also clears and reads (attention's S = Q K^T): a batch in
+// flight into the next iteration would race with those, so the gemm is waited for in its iteration and the
+// copies run two tiles ahead (prologue tiles 0 and 1, wait for all but one group).
+// CHECK-LABEL: func.func @wgmma_accumulator_read_in_the_body
+// CHECK: "tile.cp_async_commit"() : () -> ()
+// CHECK: "tile.cp_async_commit"() : () -> ()
+// CHECK-NEXT: "tile.pipelined"
+// CHECK-NEXT: ^bb0(%{{.+}}: index):
+// CHECK-NEXT: "tile.cp_async_wait"() {pending = 1 : i64} : () -> ()
+// CHECK-NOT: tile.wgmma_pending
+// CHECK: "tile.gemm"({{.+}}) {tile.mma = {shape = "m64nNk16", warpgroups_m = 1 : i64, warpgroups_n = 1 : i64}, transpose_a = false, transpose_b = true}
+func.func @wgmma_accumulator_read_in_the_body(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %n: index) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %q = "tile.alloc_shared"() {name = "Q_s", tile.swizzle = 128 : i64} : () -> memref<64x64xbf16, "shared">
+    %k_s = "tile.alloc_shared"() {name = "K_s", tile.swizzle = 128 : i64} : () -> memref<64x64xbf16, "shared">
+    %s = "tile.alloc_fragment"() {name = "S"} : () -> memref<64x64xf32, "fragment">
+    %m = "tile.alloc_fragment"() {name = "row_max"} : () -> memref<64xf32, "fragment">
+    "tile.copy"(%Q, %q, %c0, %c0, %c0, %c0) {shape = [64, 64]} : (memref<?x64xbf16>, memref<64x64xbf16, "shared">, index, index, index, index) -> ()
+    "tile.pipelined"(%c0, %n, %c1) ({
+    ^bb0(%k: index):
+      %row = arith.muli %k, %c64 : index
+      "tile.copy"(%K, %k_s, %row, %c0, %c0, %c0) {shape = [64, 64]} : (memref<?x64xbf16>, memref<64x64xbf16, "shared">, index, index, index, index) -> ()
+      "tile.fill"(%s, %zero) : (memref<64x64xf32, "fragment">, f32) -> ()
+      "tile.gemm"(%q, %k_s, %s) {transpose_a = false, transpose_b = true, tile.mma = {shape = "m64nNk16", warpgroups_m = 1 : i64, warpgroups_n = 1 : i64}} : (memref<64x64xbf16, "shared">, memref<64x64xbf16, "shared">, memref<64x64xf32, "fragment">) -> ()
+      "tile.reduce"(%s, %m) {kind = "max", dim = 1 : i64, clear = false} : (memref<64x64xf32, "fragment">, memref<64xf32, "fragment">) -> ()
+      "tile.yield"() : () -> ()
+    }) {num_stages = 3 : i64} : (index, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
 // Two stages over a constant trip count: the prologue needs no guard; element code reads the ring in its
 // slot (here the load of a SIMT-lowered gemm's K loop) and a copy out of the ring reads it at a leading
 // offset. A copy into a buffer also read after the loop stays synchronous.

@@ -108,3 +108,65 @@ func.func @narrow_b_panel() attributes {tile.entry} {
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+// fp8: wgmma m64nNk32, A M x K and B N x K (K-major both), 128-byte panels; two warpgroups along M.
+// CHECK-LABEL: func.func @fp8_e4m3
+// CHECK: "tile.gemm"{{.*}}tile.mma = {shape = "m64nNk32", warpgroups_m = 2 : i64, warpgroups_n = 1 : i64}
+func.func @fp8_e4m3() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %a = "tile.alloc_shared"() {name = "A_s"} : () -> memref<128x128xf8E4M3FN, "shared">
+    %b = "tile.alloc_shared"() {name = "B_s"} : () -> memref<128x128xf8E4M3FN, "shared">
+    %c = "tile.alloc_fragment"() {name = "C"} : () -> memref<128x128xf32, "fragment">
+    "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = true} : (memref<128x128xf8E4M3FN, "shared">, memref<128x128xf8E4M3FN, "shared">, memref<128x128xf32, "fragment">) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 256 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// Attention's S = Q K^T feeding P, the fragment A of O += P V, 128 rows over 256 threads: each warpgroup holds
+// one m64 block, so S's warp w holds rows 16 w .. 16 w + 15 as the 8x1 mma.sync gemm reading P does.
+// CHECK-LABEL: func.func @attention_m64_per_warpgroup
+// CHECK: "tile.gemm"{{.*}}tile.mma = {shape = "m64nNk16", warpgroups_m = 2 : i64, warpgroups_n = 1 : i64}
+// CHECK: "tile.gemm"{{.*}}tile.mma = {shape = "m16n8k16", warps_m = 8 : i64, warps_n = 1 : i64}
+func.func @attention_m64_per_warpgroup() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %q = "tile.alloc_shared"() {name = "Q_s"} : () -> memref<128x64xbf16, "shared">
+    %k = "tile.alloc_shared"() {name = "K_s"} : () -> memref<128x64xbf16, "shared">
+    %v = "tile.alloc_shared"() {name = "V_s"} : () -> memref<128x64xbf16, "shared">
+    %s = "tile.alloc_fragment"() {name = "S"} : () -> memref<128x128xf32, "fragment">
+    %p = "tile.alloc_fragment"() {name = "P"} : () -> memref<128x128xbf16, "fragment">
+    %o = "tile.alloc_fragment"() {name = "O"} : () -> memref<128x64xf32, "fragment">
+    "tile.gemm"(%q, %k, %s) {transpose_a = false, transpose_b = true} : (memref<128x64xbf16, "shared">, memref<128x64xbf16, "shared">, memref<128x128xf32, "fragment">) -> ()
+    "tile.copy"(%s, %p, %c0, %c0, %c0, %c0) {shape = [128, 128]} : (memref<128x128xf32, "fragment">, memref<128x128xbf16, "fragment">, index, index, index, index) -> ()
+    "tile.gemm"(%p, %v, %o) {transpose_a = false, transpose_b = false} : (memref<128x128xbf16, "fragment">, memref<128x64xbf16, "shared">, memref<128x64xf32, "fragment">) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 256 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+// Mixed fp8 kinds (the ISA takes .e4m3 and .e5m2 for A and B independently); 32-byte rows (swizzle 32).
+// CHECK-LABEL: func.func @fp8_mixed
+// CHECK: "tile.gemm"{{.*}}tile.mma = {shape = "m64nNk32", warpgroups_m = 1 : i64, warpgroups_n = 1 : i64}
+func.func @fp8_mixed() attributes {tile.entry} {
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %a = "tile.alloc_shared"() {name = "A_s"} : () -> memref<64x32xf8E5M2, "shared">
+    %b = "tile.alloc_shared"() {name = "B_s"} : () -> memref<64x32xf8E4M3FN, "shared">
+    %c = "tile.alloc_fragment"() {name = "C"} : () -> memref<64x64xf32, "fragment">
+    "tile.gemm"(%a, %b, %c) {transpose_a = false, transpose_b = true} : (memref<64x32xf8E5M2, "shared">, memref<64x32xf8E4M3FN, "shared">, memref<64x64xf32, "fragment">) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}

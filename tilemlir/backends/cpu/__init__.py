@@ -13,7 +13,8 @@
   shuffles, with run-time race, bounds and never-written-read checks).
 - A failed run-time check raises `SimulationError` (`kernel.py`).
 - Then `jit.py`: `fuse-fma`, `expand-narrow-floats` and the upstream
-  conversions to LLVM, `translate_module_to_llvmir`, llvmlite O2 + MCJIT,
+  conversions to LLVM, `translate_module_to_llvmir`, llvmlite + MCJIT (O2 at tile level, O0 at
+  thread level: `kernel.LLVM_OPT_LEVELS`),
   and a call through memref descriptors (`native.py`).
 - Arguments are checked by the GPU runtime's `ArgumentBinder` (same
   `LaunchError`s); `out_idx` outputs are allocated and returned.

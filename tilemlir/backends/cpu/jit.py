@@ -4,8 +4,8 @@
 the upstream conversions, each with the reason it stands there) through
 the pass runner, checks that only the LLVM dialect is left, and translates
 the module to LLVM IR text; `JitModule` optimizes the LLVM IR with
-llvmlite's new pass manager at O2 for the host CPU and JIT-compiles it with
-MCJIT.
+llvmlite's new pass manager at the level it is given (O2 by default) for the
+host CPU and JIT-compiles it with MCJIT at that level.
 """
 
 from __future__ import annotations
@@ -57,17 +57,20 @@ def _initialize() -> None:
 
 
 class JitModule:
-    """LLVM IR text optimized (O2, host CPU) and compiled in memory; keeps the engine alive."""
+    """LLVM IR text optimized (at `opt_level`, 0-3, for the host CPU) and compiled in memory; keeps the
+    engine alive."""
 
-    def __init__(self, llvm_ir: str):
+    def __init__(self, llvm_ir: str, opt_level: int = 2):
+        if opt_level not in range(4):
+            raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
         _initialize()
         module = llvm.parse_assembly(llvm_ir)
         module.verify()
         target = llvm.Target.from_default_triple()
         self._machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=opt_level
         )
-        tuning = llvm.create_pipeline_tuning_options(speed_level=2)
+        tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
         builder = llvm.create_pass_builder(self._machine, tuning)
         builder.getModulePassManager().run(module, builder)
         self._engine = llvm.create_mcjit_compiler(module, self._machine)

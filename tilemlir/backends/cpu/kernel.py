@@ -35,8 +35,14 @@ from tilemlir.pipeline import cpu_thread_pipeline, cpu_tile_pipeline
 from tilemlir.runtime.arrays import describe_host, torch_from_host, torch_host_view
 from tilemlir.runtime.checks import HOST, ArgumentBinder
 from tilemlir.runtime.signature import KernelSignature, SignatureError, TensorParam
+from tilemlir.runtime.torch_ops import compiling, torch_op, traced_call, track
 
 LEVELS = ("tile", "thread")
+# LLVM optimization per level. A thread-level simulation is a large function (every thread's code, the
+# simulator's checks) run on small tiles: at O2, LLVM took 60% of a tensor-core test's time and O0 halves
+# its total; a tile-level kernel is small code over whole tensors, where O2's vectorized loops pay off.
+# Both levels keep IEEE semantics at any level (no fast-math flags; FMAs are explicit in the IR).
+LLVM_OPT_LEVELS = {"tile": 2, "thread": 0}
 NUMPY_DTYPES = {
     "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
     "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
@@ -71,7 +77,7 @@ def build(module: ir.Module, signature_info: KernelSignature | KernelInfo | None
         run_pipeline(work, _level_pipeline(level, simulate), after_pass=after_pass)
         sites = _simulation_sites(work)
         debug_sites = _string_array(work, PRINT_SITES_ATTR), _string_array(work, ASSERT_SITES_ATTR)
-    kernel = CpuKernel(signature, NativeFunction(work, name, after_pass), level, sites)
+    kernel = CpuKernel(signature, NativeFunction(work, name, after_pass, LLVM_OPT_LEVELS[level]), level, sites)
     if any(debug_sites):
         kernel.debug_sites = debug_sites
     return kernel
@@ -131,6 +137,7 @@ class CpuKernel:
         self._inputs = signature.input_indices
         self._sites = sites
         self.debug_sites: tuple[list[str], list[str]] | None = None  # (print, assert) sites: debug_calls.py
+        self.trace_key = track(self)  # how a torch.compile trace finds this kernel (runtime.torch_ops)
 
     @property
     def name(self) -> str:
@@ -146,7 +153,27 @@ class CpuKernel:
 
     def __call__(self, *args, stream=None):
         """Run on `args`. `stream` is accepted so a call written for the GPU runs unchanged (the CPU runs
-        each call to its end). With a torch tensor among the arguments the outputs are torch tensors."""
+        each call to its end). With a torch tensor among the arguments the outputs are torch tensors.
+        Traced by torch.compile, the call is one of this kernel's custom op (runtime.torch_ops)."""
+        if compiling():
+            return traced_call(self, args, stream)
+        return self._run_call(args, torch_outputs=False)
+
+    def launch(self, args: tuple):
+        """The call with torch outputs, never through the custom op (the op's implementation)."""
+        return self._run_call(args, torch_outputs=True)
+
+    # torch.compile: the custom op's device and what names it (runtime.torch_ops)
+    device_type = "cpu"
+
+    def identity(self) -> bytes:
+        return repr((self.level, self._sites, self.debug_sites)).encode() + b"\0" + self.llvm_ir.encode()
+
+    def as_torch_op(self):
+        """This kernel as a torch custom op (`torch.ops.tilemlir.<name>_<hash>.default`)."""
+        return torch_op(self)
+
+    def _run_call(self, args: tuple, torch_outputs: bool):
         binder = self._binder
         binder.check_count(args)
         params = self.signature.params
@@ -163,7 +190,7 @@ class CpuKernel:
         self._run(call_args)
         if not outputs:
             return None
-        arrays = tuple(torch_from_host(outputs[i], params[i].dtype) if torch_given else outputs[i]
+        arrays = tuple(torch_from_host(outputs[i], params[i].dtype) if torch_given or torch_outputs else outputs[i]
                        for i in self.signature.out_idx)
         return arrays[0] if len(arrays) == 1 else arrays
 

@@ -60,7 +60,8 @@ def descriptor(array: np.ndarray) -> ctypes.Structure:
 class NativeFunction:
     """A JIT-compiled loop-level function; call it with one value per MLIR argument."""
 
-    def __init__(self, module: ir.Module, name: str, after_pass: Callable[[str, ir.Operation], None] | None = None):
+    def __init__(self, module: ir.Module, name: str, after_pass: Callable[[str, ir.Operation], None] | None = None,
+                 opt_level: int = 2):
         self.name = name
         with module.context:
             entry = _find_function(module, name)
@@ -69,7 +70,7 @@ class NativeFunction:
             _pass_halves_as_bits(entry)
             entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         self.llvm_ir = to_llvm_ir(module, after_pass)
-        self._jit = JitModule(self.llvm_ir)
+        self._jit = JitModule(self.llvm_ir, opt_level)
         argtypes = [
             ctypes.POINTER(descriptor_struct(rank)) if rank is not None else _scalar_ctype(type_)
             for rank, type_ in zip(self._ranks, self.arg_types)

@@ -6,7 +6,11 @@ shadow of its last writer and of its readers in the current epoch
 element another thread wrote in the same epoch, a write of an element
 another thread wrote or read in the same epoch, is a race, except that
 writing the value already there is harmless (replicated fragment elements
-are written by all their holders). The checker (`checks.Checker`) keeps the
+are written by all their holders). Atomic adds (`tile.atomic_add` into a
+shared buffer, lowered to a load and a store marked `tile.sim_atomic`) have a
+third shadow, of their adders: adds of several threads in one epoch do not
+race with each other, but a plain read or write of the element by another
+thread in that epoch races with them. The checker (`checks.Checker`) keeps the
 epoch and records the errors.
 """
 
@@ -18,6 +22,7 @@ from tilemlir.backends.cpu.access_index import as_i64, lane, linear
 from tilemlir.mlir import arith, ir, memref
 
 SEVERAL = 4095
+ATOMIC_ATTR = "tile.sim_atomic"  # on the load and store of a lowered tile.atomic_add into a shared buffer
 _SHIFT = 12
 
 
@@ -29,7 +34,7 @@ class RaceShadows:
     """The writer and reader marks of one shared buffer's elements (-1: none yet)."""
 
     def __init__(self, function: ir.Operation, size: int, loc: ir.Location):
-        self.writes, self.reads = (self._shadow(function, size, loc) for _ in range(2))
+        self.writes, self.reads, self.atomics = (self._shadow(function, size, loc) for _ in range(3))
 
     @staticmethod
     def _shadow(function: ir.Operation, size: int, loc: ir.Location) -> ir.Value:
@@ -43,10 +48,17 @@ class RaceShadows:
     def check_read(self, checker: "checks.Checker", op: ir.Operation, buffer: "checks.Buffer", element: ir.Value,
                    tid: ir.Value) -> None:
         epoch, me = _epoch_and_me(checker, tid)
+        atomic = ATOMIC_ATTR in op.attributes
         writer = memref.load(self.writes, [element])
         with b.if_then(_other_in_epoch(writer, epoch, tid)):
-            checker.record(checker.site(_race(checker, op, buffer, "reads", "wrote it")), tid, _thread_of(writer),
-                           element)
+            checker.record(checker.site(_race(checker, op, buffer, _adds(atomic, "reads"), "wrote it")), tid,
+                           _thread_of(writer), element)
+        if atomic:  # the read of an atomic add: checked against plain writes only, and not a plain read
+            return
+        adder = memref.load(self.atomics, [element])
+        with b.if_then(_other_in_epoch(adder, epoch, tid)):
+            checker.record(checker.site(_race(checker, op, buffer, "reads", "added to it atomically")), tid,
+                           _thread_of(adder), element)
         reader = memref.load(self.reads, [element])
         several = b.constant(_i64(), SEVERAL)
         marks = arith.select(_other_in_epoch(reader, epoch, tid), arith.ori(_epoch_base(epoch), several), me)
@@ -58,15 +70,32 @@ class RaceShadows:
         old = memref.load(buffer.value, lane(indices, lane_number))
         differs = arith.xori(_same_bits(old, new), b.constant(ir.IntegerType.get_signless(1), 1))
         epoch, me = _epoch_and_me(checker, tid)
-        writer = memref.load(self.writes, [element])
-        with b.if_then(arith.andi(_other_in_epoch(writer, epoch, tid), differs)):
-            checker.record(checker.site(_race(checker, op, buffer, "writes", "wrote a different value to it")), tid,
-                           _thread_of(writer), element)
+        atomic = ATOMIC_ATTR in op.attributes
+        if not atomic:
+            writer = memref.load(self.writes, [element])
+            with b.if_then(arith.andi(_other_in_epoch(writer, epoch, tid), differs)):
+                checker.record(checker.site(_race(checker, op, buffer, "writes", "wrote a different value to it")),
+                               tid, _thread_of(writer), element)
+            adder = memref.load(self.atomics, [element])
+            with b.if_then(_other_in_epoch(adder, epoch, tid)):
+                checker.record(checker.site(_race(checker, op, buffer, "writes", "added to it atomically")), tid,
+                               _thread_of(adder), element)
         reader = memref.load(self.reads, [element])
         with b.if_then(arith.andi(_other_in_epoch(reader, epoch, tid), differs)):
-            checker.record(checker.site(_race(checker, op, buffer, "overwrites", "read it")), tid, _thread_of(reader),
-                           element)
-        memref.store(me, self.writes, [element])
+            checker.record(checker.site(_race(checker, op, buffer, _adds(atomic, "overwrites"), "read it")), tid,
+                           _thread_of(reader), element)
+        if not atomic:
+            memref.store(me, self.writes, [element])
+            return
+        # Atomic adds of several threads in one epoch are unordered but do not race: marks of their own.
+        adder = memref.load(self.atomics, [element])
+        several = b.constant(_i64(), SEVERAL)
+        marks = arith.select(_other_in_epoch(adder, epoch, tid), arith.ori(_epoch_base(epoch), several), me)
+        memref.store(marks, self.atomics, [element])
+
+
+def _adds(atomic: bool, action: str) -> str:
+    return "adds atomically to" if atomic else action
 
 
 def _epoch_and_me(checker: "checks.Checker", tid: ir.Value):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
-from tilemlir.backends.cpu import checks, debug_calls
+from tilemlir.backends.cpu import checks, debug_calls, races
 from tilemlir.backends.cpu.simulate import async_copies, bulk_copies, collectives, phases, uniformity, values, \
     warpgroup
 from tilemlir.diagnostics import reporting as diag
@@ -114,14 +114,14 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     debug_calls.lower_debug_ops(launch, function, list(body.arguments)[:3], body.arguments[3])
     _reject_unsupported(launch)
     for op in ops_named(launch, "tile.atomic_add"):
-        tile_ops.lower_atomic_add(op, guarded=False)
+        tile_ops.lower_atomic_add(op, guarded=False, mark=races.ATOMIC_ATTR)
     _hoist_constants(launch)
     on_chip, locals_ = _hoist_buffers(launch, function, checker, n_threads)
     names = {value: buffer.name for value, buffer in checker.buffers.items()}
     groups = warpgroup.Warpgroups(launch, function, checker, n_threads, names)
     copies = async_copies.lower_async_copies(launch, function, checker, n_threads, names, groups.check_async_write)
     groups.lower_thread_ops()
-    bulk = bulk_copies.bulk_copies(launch, function, checker, n_threads)
+    bulk = bulk_copies.bulk_copies(launch, function, checker, n_threads, groups)
     demoted = phases.demote_results(launch, function, n_threads)
     dependent = uniformity.thread_dependent_values(launch, {old for old, _ in locals_})
     splitter = phases.PhaseSplitter(launch, n_threads, dependent)

@@ -174,27 +174,31 @@ def lower_gemm(op: ir.Operation) -> None:
     op.erase()
 
 
-def lower_atomic_add(op: ir.Operation, guarded: bool = True) -> None:
+def lower_atomic_add(op: ir.Operation, guarded: bool = True, mark: str | None = None) -> None:
     """dst[indices (+ box)] += value, as a plain read-modify-write (blocks run one at a time);
-    `guarded=False` leaves out-of-range targets to the caller's checks."""
+    `guarded=False` leaves out-of-range targets to the caller's checks; `mark`: a unit attribute the
+    load and the store get (the thread simulation's race checks tell atomic adds by it)."""
     dst, value, *indices = op.operands
     loc, ip = _built_at(op)
     with loc, ip:
         if not isinstance(value.type, ir.MemRefType):
-            _add_into(dst, list(indices), value, guarded)
+            _add_into(dst, list(indices), value, guarded, mark)
         else:
             lead = dst.type.rank - value.type.rank
             with b.loop_nest(list(value.type.shape)) as ivs:
                 target = list(indices[:lead]) + [arith.addi(i, iv) for i, iv in zip(indices[lead:], ivs)]
-                _add_into(dst, target, memref.load(value, ivs), guarded)
+                _add_into(dst, target, memref.load(value, ivs), guarded, mark)
     op.erase()
 
 
-def _add_into(dst: ir.Value, indices: list[ir.Value], value: ir.Value, guarded: bool) -> None:
+def _add_into(dst: ir.Value, indices: list[ir.Value], value: ir.Value, guarded: bool, mark: str | None) -> None:
     def add() -> None:
         old = memref.load(dst, indices)
         new = arith.addf(old, value) if b.is_float(value.type) else arith.addi(old, value)
-        memref.store(new, dst, indices)
+        store = memref.store(new, dst, indices)
+        if mark is not None:
+            for access in (old.owner, store.operation):
+                access.attributes[mark] = ir.UnitAttr.get()
 
     if guarded and is_global(dst):
         with b.if_then(b.in_bounds(dst, indices)):

@@ -67,6 +67,7 @@ from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.access_index import as_i64, bounds, linear, vector_width
 from tilemlir.backends.cpu.simulate.phases import ThreadLoop
 from tilemlir.backends.cpu.simulate.values import ThreadState
+from tilemlir.backends.cpu.simulate.warpgroup import Warpgroups
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.bulk_copy import BULK_COPY_OPS, MAX_TRANSACTION_BYTES, TensorMap, tensor_map
 from tilemlir.ir_util import ops_named
@@ -106,8 +107,10 @@ class _Target:
 
 
 class BulkCopies:
-    def __init__(self, launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int):
+    def __init__(self, launch: ir.Operation, function: ir.Operation, checker: checks.Checker, n_threads: int,
+                 groups: Warpgroups):
         self.launch, self.function, self.checker, self.n_threads = launch, function, checker, n_threads
+        self.groups = groups  # the wgmma simulation: a load's issue must not race a wgmma, its landing is no generic write
         self.loads = ops_named(launch, "tile.tma_load")
         self.first_barrier: dict[ir.Value, int] = {}
         for op in ops_named(launch, *BULK_COPY_OPS):
@@ -123,6 +126,7 @@ class BulkCopies:
                                                   loc)
         for op in self.loads:
             self._map(op)  # a map the simulation cannot model is a CompileError before anything changes
+        self.load_sites = [self._where(op) for op in self.loads]  # the waits' errors name them after they are gone
         self.targets: dict[ir.Value, _Target] = {}
         for op in self.loads:
             if op.operands[0] not in self.targets:
@@ -351,6 +355,7 @@ class BulkCopies:
                     self._record(f"{where}: it copies into element {{index}} of shared buffer '{target.name}', "
                                  "which the TMA load of thread {other} still has pending", tid,
                                  _thread_of(previous), element_index)
+                self.groups.check_async_write(op, target.buffer, element_index, tid, "issues a TMA load into it")
                 memref.store(mark, target.pending, [element_index])
                 memref.store(value, target.staging, _unflatten(element_index, target.buffer.type.shape))
 
@@ -369,6 +374,7 @@ class BulkCopies:
                     with b.if_then(mine):
                         indices = _unflatten(element, target.buffer.type.shape)
                         memref.store(memref.load(target.staging, indices), target.buffer, indices)
+                        self.groups.async_write(target.buffer, element)
                         if written is not None:
                             memref.store(b.constant(ir.IntegerType.get_signless(8), 1), written, indices)
                         memref.store(_c(-1), target.pending, [element])
@@ -381,9 +387,9 @@ class BulkCopies:
         """Record the error `template(load)` names, `load` the last TMA load on `barrier`, by its thread."""
         last = self._get(barrier, LAST_LOAD)
         number, thread = arith.shrsi(last, _c(_THREAD_BITS)), arith.andi(last, _c((1 << _THREAD_BITS) - 1))
-        for k, load in enumerate(self.loads):
+        for k, site in enumerate(self.load_sites):
             with b.if_then(arith.cmpi(b.CMPI.eq, number, _c(k))):
-                self._record(template(f"tile.tma_load at {self._where(load)}"), thread, b.index(0), index)
+                self._record(template(f"tile.tma_load at {site}"), thread, b.index(0), index)
 
     # -- touching TMA destinations ----------------------------------------------------------------
     def _check_elements(self, op, target: _Target, indices, reads: bool, tid) -> None:
@@ -538,8 +544,8 @@ def _thread_of(mark: ir.Value) -> ir.Value:
 
 
 def bulk_copies(launch: ir.Operation, function: ir.Operation, checker: checks.Checker,
-                n_threads: int) -> BulkCopies | None:
+                n_threads: int, groups: Warpgroups) -> BulkCopies | None:
     """The launch's TMA and mbarrier rewriter, or None when it has none of their ops (its IR stays as it was)."""
     if not ops_named(launch, *BULK_COPY_OPS):
         return None
-    return BulkCopies(launch, function, checker, n_threads)
+    return BulkCopies(launch, function, checker, n_threads, groups)

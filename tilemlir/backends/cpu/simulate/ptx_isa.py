@@ -1,7 +1,7 @@
 """Warp-level semantics of the PTX instructions tensor-core code runs on: mma.sync, ldmatrix,
 stmatrix and cp.async, written from the PTX ISA's text (version 9.1), not from tilemlir's layout
 code (analysis/layouts.py), so that a lowering whose layouts disagree with the hardware's fails
-in the CPU simulation. Numpy only. Sections (numbers move between ISA versions, names do not):
+in the CPU simulation. Numpy (and ml_dtypes for the fp8 formats' values). Sections (numbers move between ISA versions, names do not):
 
 - 9.7.14.5.7  "Matrix Fragments for mma.m16n8k8" (.f16/.bf16 A and B, .f16/.f32 C and D)
 - 9.7.14.5.8  "Matrix Fragments for mma.m16n8k16 with floating point type"
@@ -9,6 +9,7 @@ in the CPU simulation. Numpy only. Sections (numbers move between ISA versions, 
 - 9.7.14.5.15 "Warp-level matrix load instruction: ldmatrix" (its text and Figure 104)
 - 9.7.14.5.16 "Warp-level matrix store instruction: stmatrix" (its text and Figure 107)
 - 9.7.9.25.3.1-3 "cp.async", "cp.async.commit_group", "cp.async.wait_group / cp.async.wait_all"
+- 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma, below)
 
 Conventions. Registers are numpy arrays indexed `[lane, register]`: uint32 words for registers
 holding two 16-bit elements, float32 for .f32 accumulators. The ISA lists a register's elements
@@ -23,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 
 from tilemlir.diagnostics import TilemlirError
@@ -500,11 +502,18 @@ class AsyncCopies:
 # -- wgmma.mma_async (sm_90a) ------------------------------------------------------------------
 # 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions":
 #   9.7.15.5.1.1.1 "Matrix Fragments for wgmma.mma_async.m64nNk16" (Figure 149, accumulator D)
+#   9.7.15.5.1.1.2 "Matrix Fragments for wgmma.mma_async.m64nNk32" (.e4m3 / .e5m2; the same D)
 #   9.7.15.5.1.2   "Shared Memory Matrix Layout" (K-major / MN-major, swizzle atoms)
 #   9.7.15.5.1.2.1 "Major-ness supported by Strides" (LBO, SBO) and .3 "Canonical Layouts"
 #   9.7.15.5.1.2.2 "Matrix Descriptor Format"
 WARPGROUP = 128
 WGMMA_M, WGMMA_K = 64, 16
+# 9.7.15.2 "Matrix Shape": .m64nNk16 for .f16 / .bf16, .m64nNk32 for .e4m3 / .e5m2 (either for A and
+# either for B); 9.7.15.5.1 (wgmma.mma_async): imm-trans-a / imm-trans-b exist only for .f16 / .bf16, so
+# fp8 operands in shared memory are K-major.
+WGMMA_SHAPE_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32}
+FP8_TYPES = ("e4m3", "e5m2")
+_FP8_DTYPES = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}  # E4M3 has no infinities
 # descriptor bits 63-62: "0: No swizzle, 1: 128-Byte swizzle, 2: 64-Byte swizzle, 3: 32-Byte swizzle"
 SWIZZLE_OF_MODE = {0: 0, 1: 128, 2: 64, 3: 32}
 MODE_OF_SWIZZLE = {swizzle: mode for mode, swizzle in SWIZZLE_OF_MODE.items()}
@@ -586,12 +595,13 @@ def canonical_offset(major: str, swizzle: int, mn: int, k: int, element_bytes: i
             + _mode_offset(k, k_shape, k_stride, element_bytes, lbo, sbo))
 
 
-def canonical_offset_terms(major: str, swizzle: int, rows: int, element_bytes: int) -> np.ndarray:
-    """[rows, WGMMA_K, 3]: the canonical offset of (mn, k) as `c0 + c1 * LBO + c2 * SBO` (it is linear
+def canonical_offset_terms(major: str, swizzle: int, rows: int, element_bytes: int, k_extent: int = WGMMA_K
+                           ) -> np.ndarray:
+    """[rows, k_extent, 3]: the canonical offset of (mn, k) as `c0 + c1 * LBO + c2 * SBO` (it is linear
     in the two byte offsets), for the simulator to evaluate at run time from a descriptor."""
-    terms = np.zeros((rows, WGMMA_K, 3), dtype=np.int64)
+    terms = np.zeros((rows, k_extent, 3), dtype=np.int64)
     for mn in range(rows):
-        for k in range(WGMMA_K):
+        for k in range(k_extent):
             base = canonical_offset(major, swizzle, mn, k, element_bytes, 0, 0)
             terms[mn, k] = (base, canonical_offset(major, swizzle, mn, k, element_bytes, 1, 0) - base,
                             canonical_offset(major, swizzle, mn, k, element_bytes, 0, 1) - base)
@@ -618,7 +628,8 @@ def _wgmma_d(thread: int, i: int) -> tuple[int, int]:
 
 
 def wgmma_d_fragment(n: int) -> Fragment:
-    """The m64nNk16 .f32 accumulator: `coords[thread of the warpgroup, register, 0] = (row, col)`."""
+    """The m64nNk16 .f32 accumulator: `coords[thread of the warpgroup, register, 0] = (row, col)`; the ISA
+    draws the same D fragment for .m64nNk32 (9.7.15.5.1.1.2, the fp8 shape)."""
     if n < 8 or n > 256 or n % 8:
         raise PtxError(f"wgmma .m64nNk16 needs N a multiple of 8 in 8..256, got {n}")
     coords = np.array([[[_wgmma_d(thread, i)] for i in range(n // 2)] for thread in range(WARPGROUP)],
@@ -627,23 +638,38 @@ def wgmma_d_fragment(n: int) -> Fragment:
     return Fragment(f"wgmma.m64n{n}k16 D .f32", WGMMA_M, n, coords)
 
 
+def wgmma_k(etype: str) -> int:
+    """The K of one wgmma on `etype` operands (`WGMMA_SHAPE_K`)."""
+    if etype not in WGMMA_SHAPE_K:
+        raise PtxError(f"wgmma operands are .f16, .bf16, .e4m3 or .e5m2, got {etype!r}")
+    return WGMMA_SHAPE_K[etype]
+
+
+def element_values(raw: np.ndarray, etype: str) -> np.ndarray:
+    """Little-endian bytes [..., element bytes] of `etype` elements -> their float32 values (exact)."""
+    if etype in FP8_TYPES:
+        return raw[..., 0].view(_FP8_DTYPES[etype]).astype(np.float32)
+    return half_values(raw.view("<u2")[..., 0], etype)
+
+
 def wgmma_operand(shared: np.ndarray, descriptor: int, major: str, rows: int, etype: str) -> np.ndarray:
     """The float32 matrix [rows (M or N), K] a descriptor names in `shared` (a flat uint8 array whose
-    address 0 is 1024-byte aligned): element (mn, k) at swizzle(start + canonical offset)."""
+    address 0 is 1024-byte aligned): element (mn, k) at swizzle(start + canonical offset); K and the
+    element size from `etype` (16 x 2 bytes, or 32 x 1 byte for fp8)."""
     desc = MatrixDescriptor.decode(descriptor)
     if desc.base_offset:
         raise PtxError("only base offset 0 is modelled (patterns starting at their swizzle boundary)")
-    element_bytes = 2
-    _check_half_type(etype)
-    matrix = np.zeros((rows, WGMMA_K), dtype=np.uint16)
+    k_extent = wgmma_k(etype)
+    element_bytes = 32 // k_extent
+    raw = np.zeros((rows, k_extent, element_bytes), dtype=np.uint8)
     for mn in range(rows):
-        for k in range(WGMMA_K):
+        for k in range(k_extent):
             offset = canonical_offset(major, desc.swizzle, mn, k, element_bytes, desc.leading, desc.stride)
             address = swizzle_address(desc.start + offset, desc.swizzle)
             if address + element_bytes > shared.size:
                 raise PtxError(f"wgmma operand element ({mn}, {k}) at byte {address} is outside shared memory")
-            matrix[mn, k] = shared[address:address + element_bytes].view("<u2")[0]
-    return half_values(matrix, etype)
+            raw[mn, k] = shared[address:address + element_bytes]
+    return element_values(raw, etype)
 
 
 def wgmma_m64nNk16(shared: np.ndarray, a_desc: int, b_desc: int, c: np.ndarray, n: int, etype: str,
@@ -652,12 +678,30 @@ def wgmma_m64nNk16(shared: np.ndarray, a_desc: int, b_desc: int, c: np.ndarray, 
     the warpgroup's D registers [thread, n / 2] (float32) from its C registers. `trans_a` / `trans_b`:
     imm-trans 1, A M-major / B N-major. Accumulation as `mma_sync`'s model: C plus the products in
     ascending k, in float32, one rounding per addition."""
+    _check_half_type(etype)
+    return _wgmma(shared, a_desc, b_desc, c, n, etype, etype, "mn" if trans_a else "k", "mn" if trans_b else "k")
+
+
+def wgmma_m64nNk32(shared: np.ndarray, a_desc: int, b_desc: int, c: np.ndarray, n: int, a_type: str,
+                   b_type: str) -> np.ndarray:
+    """`wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{a_type}.{b_type}` (each .e4m3 or .e5m2), A and B
+    K-major in shared memory (the fp8 forms take no imm-trans). The products of two fp8 values are
+    exact in float32; they are added to C in ascending k, in float32 (the hardware's adder keeps fewer
+    bits inside one instruction: a model at least as exact, not bit-exact)."""
+    for etype in (a_type, b_type):
+        if etype not in FP8_TYPES:
+            raise PtxError(f"wgmma .m64nNk32 takes .e4m3 or .e5m2 operands, got {etype!r}")
+    return _wgmma(shared, a_desc, b_desc, c, n, a_type, b_type, "k", "k")
+
+
+def _wgmma(shared, a_desc, b_desc, c, n, a_type, b_type, a_major, b_major) -> np.ndarray:
     fragment = wgmma_d_fragment(n)
+    k = wgmma_k(a_type)
     if not isinstance(c, np.ndarray) or c.shape != (WARPGROUP, n // 2) or c.dtype != np.float32:
-        raise PtxError(f"wgmma m64n{n}k16 needs C registers of shape ({WARPGROUP}, {n // 2}) float32")
-    a = wgmma_operand(shared, a_desc, "mn" if trans_a else "k", WGMMA_M, etype)  # [m, k]
-    b = wgmma_operand(shared, b_desc, "mn" if trans_b else "k", n, etype)  # [n, k]
+        raise PtxError(f"wgmma m64n{n}k{k} needs C registers of shape ({WARPGROUP}, {n // 2}) float32")
+    a = wgmma_operand(shared, a_desc, a_major, WGMMA_M, a_type)  # [m, k]
+    b = wgmma_operand(shared, b_desc, b_major, n, b_type)  # [n, k]
     acc = fragment.scatter(c[..., None])
-    for k in range(WGMMA_K):
-        acc = acc + a[:, k:k + 1] * b[:, k][None, :]
+    for step in range(k):
+        acc = acc + a[:, step:step + 1] * b[:, step][None, :]
     return fragment.gather(acc)[..., 0]

@@ -8,8 +8,9 @@ layouts, descriptor fields and D fragment live in `ptx_isa.py`), not from the co
   32, base offset 0, the swizzle mode at bit 62 (128 B: 1, 64 B: 2, 32 B: 3). A start not 16-byte
   aligned is a recorded error.
 - `tile.wgmma` is a warpgroup collective, alone in its phase (`phases.COLLECTIVE_OPS`): thread t
-  computes its own D registers (`ptx_isa.wgmma_d_fragment`) as C + sum over k ascending of
-  A[row, k] * B[k, col] in float32, one rounding per operation. Each element is read from the
+  computes its own D registers (`ptx_isa.wgmma_d_fragment`) as C + sum over k ascending (16 for
+  f16 / bf16, 32 for e4m3 / e5m2, `ptx_isa.wgmma_k`) of A[row, k] * B[k, col] in float32, one rounding
+  per operation (fp8 products are exact in float32). Each element is read from the
   buffer its descriptor was traced to (statically, to the defining `tile.wgmma_desc`), at
   swizzle(start + canonical offset) decoded from the descriptor's run-time bits. Every thread of
   the warpgroup must give the same descriptors. The result lands in `c` at issue; the checks below
@@ -28,7 +29,9 @@ layouts, descriptor fields and D fragment live in `ptx_isa.py`), not from the co
   writer must be in the issuing warpgroup after its wait retired the batch, or come after a barrier
   that follows the warpgroup's wait (the wgmma's completion fences the proxies itself, so no
   fence.proxy.async is needed for this write-after-read). A wgmma reading an element a cp.async has
-  not landed, or never written in the block, is an error as for any read.
+  not landed, or never written in the block, is an error as for any read. A TMA load (the async
+  proxy, as wgmma reads) needs no proxy fence: its landing marks the element written (`async_write`),
+  its issue is a write (`check_async_write`) that must not race a wgmma in flight.
 
 Per-thread and per-element state lives in i64 buffers reset at each block start (`reset`).
 """
@@ -52,7 +55,14 @@ from tilemlir.ir_util import ops_named
 from tilemlir.mlir import arith, ir, memref, scf
 
 WARPGROUP = ptx_isa.WARPGROUP
+_ELEMENT_TYPES = {"f16": "f16", "bf16": "bf16", "e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}  # ISA type -> element type
+
+
+def _b_type_attr(op: ir.Operation) -> str:
+    """Where a tile.wgmma names B's type: `b_type` when A's and B's differ, else `operand_type`."""
+    return "b_type" if "b_type" in op.attributes else "operand_type"
 _LOW = (1 << 32) - 1  # marks: (who << 32) | count
+ASYNC_PROXY_WRITE = -2  # the `generic` mark of an element a TMA load wrote (-1: never written)
 
 
 def _i64() -> ir.Type:
@@ -189,8 +199,8 @@ class Warpgroups:
                                  "tile.wgmma_desc result, possibly plus offsets)")
         buffer = buffers_.pop()
         etype = str(buffer.type.element_type)
-        operand_type = ir.StringAttr(op.attributes["operand_type"]).value
-        if etype != operand_type:
+        operand_type = ir.StringAttr(op.attributes["operand_type" if which == "A" else _b_type_attr(op)]).value
+        if etype != _ELEMENT_TYPES.get(operand_type):
             raise diag.error(op, f"cannot simulate tile.wgmma with operand_type {operand_type} on its {which} "
                                  f"buffer of {etype} elements", [diag.note(descs[0], "the descriptor")])
         return _Traced(str(self.checker.where(descs[0])), buffer, swizzles.pop())
@@ -330,10 +340,16 @@ class Warpgroups:
         self._check_not_in_flight(op, operand, element, tid, "writes it")
         _store(_packed(tid, _load(self.proxy_fences, tid)), operand.generic, element)
 
-    def check_async_write(self, op: ir.Operation, buffer: ir.Value, element: ir.Value, tid: ir.Value) -> None:
-        """A cp.async issued into `buffer`'s `element`: a race with a wgmma in flight reading it."""
+    def check_async_write(self, op: ir.Operation, buffer: ir.Value, element: ir.Value, tid: ir.Value,
+                          action: str = "issues a cp.async into it") -> None:
+        """A cp.async (or TMA load) issued into `buffer`'s `element`: a race with a wgmma in flight reading it."""
         if self.active and buffer in self.operands:
-            self._check_not_in_flight(op, self.operands[buffer], element, tid, "issues a cp.async into it")
+            self._check_not_in_flight(op, self.operands[buffer], element, tid, action)
+
+    def async_write(self, buffer: ir.Value, element: ir.Value) -> None:
+        """A TMA load landed in `buffer`'s `element`: written, through the proxy wgmma reads by."""
+        if self.active and buffer in self.operands:
+            _store(_c64(ASYNC_PROXY_WRITE), self.operands[buffer].generic, element)
 
     def _check_not_in_flight(self, op, operand: _Operand, element: ir.Value, tid: ir.Value, action: str) -> None:
         mine = arith.divui(tid, b.index(WARPGROUP))
@@ -389,6 +405,7 @@ class _Wgmma:
         self.c_offset = ir.IntegerAttr(op.attributes["c_offset"]).value
         self.traced = owner.traced[number]
         self.majors = tuple("mn" if ir.BoolAttr(op.attributes[f"trans_{x}"]).value else "k" for x in "ab")
+        self.k = ptx_isa.wgmma_k(ir.StringAttr(op.attributes["operand_type"]).value)
 
     def where(self) -> str:
         return str(self.checker.where(self.op))
@@ -418,7 +435,7 @@ class _Wgmma:
                 self.checker.record(self.checker.site(template), tid, b.index(0), register)
             row = _index(_load(d_table, within, i, 0))
             col = _index(_load(d_table, within, i, 1))
-            k_loop = scf.ForOp(b.index(0), b.index(ptx_isa.WGMMA_K), b.index(1), [memref.load(self.c, [tid, register])])
+            k_loop = scf.ForOp(b.index(0), b.index(self.k), b.index(1), [memref.load(self.c, [tid, register])])
             with ir.InsertionPoint(k_loop.body):
                 k, acc = k_loop.induction_variable, k_loop.inner_iter_args[0]
                 x = self._element(operands[0], row, k)
@@ -447,8 +464,8 @@ class _Wgmma:
         major = self.majors[0 if which == "A" else 1]
         rows = ptx_isa.WGMMA_M if which == "A" else self.n
         element_bytes = b.bitwidth(traced.buffer.type.element_type) // 8
-        terms = self.owner.table(f"wgmma_{major}_major_{traced.swizzle}b_{rows}x16_e{element_bytes}",
-                                 ptx_isa.canonical_offset_terms(major, traced.swizzle, rows, element_bytes))
+        terms = self.owner.table(f"wgmma_{major}_major_{traced.swizzle}b_{rows}x{self.k}_e{element_bytes}",
+                                 ptx_isa.canonical_offset_terms(major, traced.swizzle, rows, element_bytes, self.k))
         return _Decoded(which, traced, self.owner.operands[traced.buffer], _flat(traced.buffer), terms,
                         field(0), field(16), field(32), element_bytes)
 
@@ -486,13 +503,14 @@ class _Wgmma:
             template = (f"tile.wgmma at {self.where()} read never-written element {{index}} of shared buffer '{name}' "
                         "(thread {thread} of block {block}): no thread of the block had stored to it")
             self.checker.record(self.checker.site(template), tid, b.index(0), element, weak=True)
+        by_tma = arith.cmpi(b.CMPI.eq, mark, _c64(ASYNC_PROXY_WRITE))
         writer, fenced_before = _index(_high(mark)), _low(mark)
-        writer = arith.select(never, tid, writer)
+        writer = arith.select(arith.ori(never, by_tma), tid, writer)
         epoch = _load(owner.checker.state, 0)
         fences = _load(owner.proxy_fences, writer)
         fences_before_barrier = arith.select(_ne(_load(owner.proxy_epoch, writer), epoch), fences,
                                              _load(owner.proxy_before, writer))
-        written = arith.xori(never, b.constant(ir.IntegerType.get_signless(1), 1))
+        written = arith.xori(arith.ori(never, by_tma), b.constant(ir.IntegerType.get_signless(1), 1))  # generically
         unfenced = arith.andi(written, arith.cmpi(b.CMPI.sge, fenced_before, fences))
         with b.if_then(unfenced):
             template = (f"tile.wgmma at {self.where()} (thread {{thread}} of block {{block}}) reads element {{index}} of "

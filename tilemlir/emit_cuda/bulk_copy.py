@@ -1,0 +1,126 @@
+"""The mbarrier and TMA statements (`dialects/bulk_copy.py`), one line each.
+
+Each is a call of a `tl_` helper holding its PTX (ISA 9.7.13.15 mbarrier, 9.7.9.25.5 cp.async.bulk.tensor),
+generated into the prelude only when a kernel uses it:
+
+    tl_mbarrier_init(&full[0], 1);  tl_fence_mbarrier_init();
+    tl_mbarrier_arrive_expect_tx(&full[s], 32768);  tl_mbarrier_arrive(&empty[s]);
+    tl_tma_load_2d(&A_s[...], &A_map, &full[s], (int)(col), (int)(row));
+    tl_mbarrier_wait(&full[s], (unsigned)(parity));
+
+The TMA helper takes the tensor's coordinates innermost first, as the instruction does (the op lists
+them outermost first); the map is the kernel's `const __grid_constant__ CUtensorMap` parameter, addressed
+generically. The wait spins on `try_wait.parity`, which itself suspends the thread for a while.
+"""
+
+from __future__ import annotations
+
+from tilemlir.emit_cuda import cexpr as C
+from tilemlir.mlir import ir
+from tilemlir.runtime.tensor_map import TENSOR_MAP_DECLARATION
+
+_SHARED = "static_cast<unsigned>(__cvta_generic_to_shared({}))"
+
+_BARRIER_HELPERS = {
+    "tl_mbarrier_init": f"""\
+__device__ __forceinline__ void tl_mbarrier_init(void* bar, unsigned count) {{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"({_SHARED.format("bar")}), "r"(count) : "memory");
+}}""",
+    "tl_mbarrier_arrive_expect_tx": f"""\
+__device__ __forceinline__ void tl_mbarrier_arrive_expect_tx(void* bar, unsigned bytes) {{
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"({_SHARED.format("bar")}), "r"(bytes)
+               : "memory");
+}}""",
+    "tl_mbarrier_arrive": f"""\
+__device__ __forceinline__ void tl_mbarrier_arrive(void* bar) {{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"({_SHARED.format("bar")}) : "memory");
+}}""",
+    "tl_mbarrier_wait": f"""\
+__device__ __forceinline__ void tl_mbarrier_wait(void* bar, unsigned parity) {{
+  const unsigned address = {_SHARED.format("bar")};
+  unsigned done;
+  do {{
+    asm volatile("{{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n"
+                 " selp.u32 %0, 1, 0, p;\\n}}" : "=r"(done) : "r"(address), "r"(parity) : "memory");
+  }} while (!done);
+}}""",
+    "tl_fence_mbarrier_init": """\
+__device__ __forceinline__ void tl_fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}""",
+}
+
+
+def tma_load_helper(rank: int) -> tuple[str, str]:
+    """(name, definition) of the `rank`-dimensional TMA load into shared memory completing on an mbarrier."""
+    name = f"tl_tma_load_{rank}d"
+    coords = ", ".join(f"int c{i}" for i in range(rank))
+    operands = ", ".join(f"%{i + 3}" for i in range(rank))
+    bound = ", ".join(f'"r"(c{i})' for i in range(rank))
+    return name, (
+        f"__device__ __forceinline__ void {name}(void* dst, const CUtensorMap* map, void* bar, {coords}) {{\n"
+        f'  asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "\n'
+        f'               "[%0], [%1, {{{operands}}}], [%2];"\n'
+        f'               :: "r"({_SHARED.format("dst")}), "l"(reinterpret_cast<unsigned long long>(map)),\n'
+        f'                  "r"({_SHARED.format("bar")}), {bound} : "memory");\n'
+        "}")
+
+
+def _address(emitter, buffer: ir.Value, indices: list[ir.Value], op: ir.Operation) -> str:
+    element = emitter.memory.element(buffer, [emitter.value(v) for v in indices], op)
+    return f"&{C.paren(element, C.UNARY)}"
+
+
+def _barrier(emitter, op: ir.Operation) -> str:
+    return _address(emitter, op.operands[0], [op.operands[1]], op)
+
+
+def _helper(emitter, name: str) -> None:
+    emitter.prelude.helper_text(name, _BARRIER_HELPERS[name])
+
+
+def init(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_mbarrier_init")
+    emitter.out.line(f"tl_mbarrier_init({_barrier(emitter, op)}, {ir.IntegerAttr(op.attributes['count']).value});")
+
+
+def arrive_expect_tx(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_mbarrier_arrive_expect_tx")
+    size = ir.IntegerAttr(op.attributes["bytes"]).value
+    emitter.out.line(f"tl_mbarrier_arrive_expect_tx({_barrier(emitter, op)}, {size});")
+
+
+def arrive(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_mbarrier_arrive")
+    emitter.out.line(f"tl_mbarrier_arrive({_barrier(emitter, op)});")
+
+
+def wait(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_mbarrier_wait")
+    parity = C.paren(emitter.value(op.operands[2]), C.UNARY)
+    emitter.out.line(f"tl_mbarrier_wait({_barrier(emitter, op)}, (unsigned){parity});")
+
+
+def fence_init(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_fence_mbarrier_init")
+    emitter.out.line("tl_fence_mbarrier_init();")
+
+
+def tma_load(emitter, op: ir.Operation) -> None:
+    operands = list(op.operands)
+    dst, bars = operands[0], operands[1]
+    dst_indices = operands[2:2 + dst.type.rank]
+    bar_index = operands[2 + dst.type.rank]
+    coords = operands[3 + dst.type.rank:]
+    name, text = tma_load_helper(len(coords))
+    emitter.prelude.helper_text("CUtensorMap", TENSOR_MAP_DECLARATION)  # before the helper naming the type
+    emitter.prelude.helper_text(name, text)
+    tensor_map = emitter.c_names[ir.StringAttr(op.attributes["map"]).value]
+    args = [_address(emitter, dst, dst_indices, op), f"&{tensor_map}", _address(emitter, bars, [bar_index], op)]
+    args += [f"(int){C.paren(emitter.value(v), C.UNARY)}" for v in reversed(coords)]
+    emitter.out.line(f"{name}({', '.join(args)});")
+
+
+HANDLERS = {"tile.mbarrier_init": init, "tile.mbarrier_arrive_expect_tx": arrive_expect_tx,
+            "tile.mbarrier_arrive": arrive, "tile.mbarrier_wait": wait, "tile.fence_mbarrier_init": fence_init,
+            "tile.tma_load": tma_load}

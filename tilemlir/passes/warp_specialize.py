@@ -1,0 +1,345 @@
+"""warp-specialize: a TMA pipeline's launch becomes a producer warpgroup issuing the boxes and the user's
+threads consuming them, synchronized only through `full` and `empty` mbarrier rings.
+
+Takes thread-level IR after tma-copies: a `gpu.launch` of T threads (x only) whose one pipelined loop
+(`scf.for {tile.num_stages = S}`) waits `full[t mod S]` for tile t and whose TMA issues (thread 0's
+`scf.if` holding a `tile.mbarrier_arrive_expect_tx` and its `tile.tma_load`s, D of them before the loop,
+one per iteration in it for tile t + D) feed it. Gives (docs/tensor_cores.md, "Warp specialization"):
+
+- the launch on T + 128 threads; the consumers keep thread ids 0..T-1 (so every inferred layout and
+  thread-indexed access stays as it was), the producer warpgroup is ids T..T+127;
+- next to `full`, an `empty[S]` ring initialized with T arrivals a phase (every consumer thread arrives);
+- the shared buffers allocated before the split, then `scf.if tid >= T` (producer) `else` (consumers);
+- producer: thread T alone runs the prologue's issues and the loop reduced to its issues; before issuing
+  tile j >= S into slot s = j mod S it waits `empty[s]` with parity (j / S + 1) mod 2 (the phase in
+  which the consumers released tile j - S); the other 127 producer threads do nothing;
+- consumers: the body without the issues and without the loop's `gpu.barrier` (the rings' WAR order
+  is `empty`'s now); after the loop's `tile.wgmma_wait {pending = P}` (the wgmma of tile t - P has
+  retired, so nothing reads its slot) every consumer thread arrives on `empty[(t - P) mod S]` when
+  t >= P; with no wgmma in the loop (synchronous reads) on `empty[t mod S]` at the end of the body.
+
+What it cannot split is a located error: a loop that also has cp.async ring copies (their commit groups
+need every thread), producer work that depends on the thread id, a launch with more than one TMA loop or
+with other `gpu.barrier`s the consumers would reach without the producer (no named barriers yet).
+Without `enable` (the compile option `warp_specialize=True`) the pass does nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilemlir.diagnostics import reporting as diag
+from tilemlir.dialects import bulk_copy
+from tilemlir.dialects.tile import SHARED
+from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
+from tilemlir.mlir import ir
+from tilemlir.pass_infra.registry import register_pass
+from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
+from tilemlir.rewriting.thread_builder import Builder
+
+PRODUCER_THREADS = 128  # one warpgroup
+EMPTY_BARRIERS = "empty"
+ISSUE = "tile.mbarrier_arrive_expect_tx"
+_PURE_PREFIXES = ("arith.", "index.", "affine.apply", "gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
+                  "gpu.block_dim", "memref.dim")
+
+
+@dataclass(frozen=True)
+class WarpSpecializeOptions:
+    enable: bool = False  # the compile option warp_specialize=True
+
+
+@register_pass("warp-specialize", "a TMA pipeline's launch -> one producer warpgroup issuing the boxes (ids >= "
+                                  "threads) and the user's threads consuming them, through full/empty mbarriers",
+               WarpSpecializeOptions)
+def run(module: ir.Operation, options: WarpSpecializeOptions) -> None:
+    if not options.enable:
+        return
+    module = operation(module)
+    with module.context, module.location:
+        for launch in ops_named(module, "gpu.launch"):
+            if any(op.name == "tile.tma_load" for op in walk_ops(launch)):
+                _Split(launch).split()
+
+
+class _Split:
+    def __init__(self, launch: ir.Operation):
+        self.launch = launch
+        self.body = launch.regions[0].blocks[0]
+        self.threads = constant_int(launch.opview.blockSizeX)
+        if self.threads is None:
+            raise diag.error(launch, "warp-specialize needs a launch of a constant thread count")
+        self.loop = self._loop()
+        self.stages = ir.IntegerAttr(self.loop.attributes[NUM_STAGES_ATTR]).value
+        self.full = self._full()
+        self.pool: dict = {}
+
+    def split(self) -> None:
+        init_barrier = self._init_barrier()
+        empty = self._empty_barriers()
+        self._hoist_shared(init_barrier)
+        role = self._role_split(init_barrier)
+        producer, consumer = role.regions[0].blocks[0], role.regions[1].blocks[0]
+        self._producer(producer, empty)
+        self._consumer(consumer, empty)
+        self.role = role
+        self._widen_launch()
+        diag.remark(self.launch, f"warp-specialize: {self.threads} consumer threads (ids 0..{self.threads - 1}) "
+                                 f"and a producer warpgroup (ids {self.threads}..{self.threads + PRODUCER_THREADS - 1})"
+                                 f" on {self.stages} full/empty stages")
+
+    # ------------------------------------------------------------ what the launch holds
+
+    def _loop(self) -> ir.Operation:
+        loops = [op for op in walk_ops(self.launch) if op.name == "scf.for" and NUM_STAGES_ATTR in op.attributes
+                 and any(inner.name == "tile.tma_load" for inner in walk_ops(op))]
+        if len(loops) != 1:
+            raise diag.error(self.launch, f"warp-specialize splits a launch with one TMA-fed pipelined loop, this "
+                                          f"one has {len(loops)}")
+        for op in walk_ops(self.launch):
+            if op.name.startswith("tile.cp_async"):
+                raise diag.error(op, "warp-specialize: this launch also has cp.async ring copies, whose commit "
+                                     "groups every thread runs; only TMA copies can go to the producer "
+                                     "(compile without warp_specialize, or make the copy TMA-able)")
+        if operation(loops[0].parent) != self.launch and operation(loops[0].parent.parent) != self.launch:
+            raise diag.error(loops[0], "warp-specialize: the pipelined loop must be at the launch's top level")
+        return loops[0]
+
+    def _full(self) -> ir.Value:
+        waits = [op for op in walk_ops(self.loop) if op.name == "tile.mbarrier_wait"]
+        if len(waits) != 1:
+            raise diag.error(self.loop, f"warp-specialize: the pipelined loop must wait once on its full barriers "
+                                        f"(tma-copies' form), it waits {len(waits)} times")
+        return waits[0].operands[0]
+
+    def _init_barrier(self) -> ir.Operation:
+        """The gpu.barrier after the barriers' inits: the last op both roles run."""
+        fence = next(op for op in walk_ops(self.launch) if op.name == "tile.fence_mbarrier_init")
+        self.fence = fence
+        op = _top_level(fence, self.body)
+        while op is not None and op.name != "gpu.barrier":
+            op = _next(op)
+        if op is None:
+            raise diag.error(fence, "warp-specialize: no gpu.barrier follows the mbarrier inits")
+        return op
+
+    # ------------------------------------------------------------ rewriting
+
+    def _empty_barriers(self) -> ir.Value:
+        b = Builder(ir.InsertionPoint(operation(self.full.owner)), self.loop.location, self.body, self.pool)
+        names = {ir.StringAttr(op.attributes["name"]).value for op in walk_ops(self.launch)
+                 if op.name == "memref.alloca" and "name" in op.attributes}
+        name = _fresh(EMPTY_BARRIERS, names)
+        empty = b.op("memref.alloca", results=[self.full.type], attributes={
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]), "name": ir.StringAttr.get(name)}).result
+        inits = Builder(ir.InsertionPoint(self.fence), self.fence.location, self.body, self.pool)
+        for slot in range(self.stages):
+            bulk_copy.mbarrier_init(empty, inits.index(slot), self.threads, loc=inits.loc, ip=inits.ip)
+        return empty
+
+    def _hoist_shared(self, init_barrier: ir.Operation) -> None:
+        """Shared buffers before the split: both roles must name the same ones."""
+        position = _next(init_barrier)
+        for op in list(self.body.operations):
+            op = operation(op)
+            if op.name == "memref.alloca" and _is_shared(op.result.type) and _after_op(op, init_barrier):
+                op.move_before(position)
+
+    def _role_split(self, init_barrier: ir.Operation) -> ir.Operation:
+        """`scf.if tid >= T` with every op after the shared buffers in its else block, cloned into its then block."""
+        ops = list(self.body.operations)
+        start = ops.index(init_barrier) + 1
+        while operation(ops[start]).name == "memref.alloca":
+            start += 1
+        moved = [operation(op) for op in ops[start:-1]]
+        b = Builder(ir.InsertionPoint(moved[0]), self.launch.location, self.body, self.pool)
+        tid = b.thread_id(self.threads + PRODUCER_THREADS)
+        role = b.op("scf.if", [b.cmp("uge", tid, b.index(self.threads))], regions=2)
+        then_block, else_block = role.regions[0].blocks.append(), role.regions[1].blocks.append()
+        for block in (then_block, else_block):
+            ir.Operation.create("scf.yield", loc=self.launch.location, ip=ir.InsertionPoint(block))
+        else_end = operation(list(else_block.operations)[0])
+        for op in moved:
+            op.move_before(else_end)
+        # The producer's copy: a clone of the whole if maps the values inside it; its else block is the copy.
+        twin = role.clone(ir.InsertionPoint(role))
+        copy = list(twin.regions[1].blocks[0].operations)[:-1]
+        then_end = operation(list(then_block.operations)[0])
+        for op in copy:
+            operation(op).move_before(then_end)
+        twin.erase()
+        self.role_tid = tid
+        return role
+
+    def _producer(self, block: ir.Block, empty: ir.Value) -> None:
+        """Thread T: the issues alone, each of a tile j >= S after the wait for empty[j mod S]."""
+        _keep_only_issues(block)
+        loop = next(operation(op) for op in block.operations if operation(op).name == "scf.for")
+        prologue = sum(1 for op in walk_ops_in(block) if op.name == ISSUE and not _within(op, loop))
+        for issue in [op for op in walk_ops(loop) if op.name == ISSUE]:
+            self._wait_empty(issue, loop, prologue, empty)
+        for op in walk_ops_in(block):
+            if op.name == "gpu.thread_id":
+                user = next(iter(op.result.uses), None)
+                raise diag.error(user.owner if user else op, "warp-specialize: the producer's work depends on the "
+                                                             "thread id (only TMA issues can go to the producer)")
+        end = operation(list(block.operations)[-1])
+        b = Builder(ir.InsertionPoint(operation(list(block.operations)[0])), self.launch.location, self.body,
+                    self.pool)
+        elected = b.op("scf.if", [b.cmp("eq", self.role_tid, b.index(self.threads))], regions=2)
+        inner = elected.regions[0].blocks.append()
+        inner_end = ir.Operation.create("scf.yield", loc=self.launch.location, ip=ir.InsertionPoint(inner))
+        for op in list(block.operations):
+            op = operation(op)
+            if op != elected and op != end and _after_op(op, elected):
+                op.move_before(inner_end)
+
+    def _wait_empty(self, issue: ir.Operation, loop: ir.Operation, prologue: int, empty: ir.Value) -> None:
+        b = Builder(ir.InsertionPoint(issue), issue.location, self.body, self.pool)
+        tile = b.add(_iteration(b, loop), prologue)
+        slot = issue.operands[1]
+        with b.if_(b.cmp("uge", tile, b.index(self.stages))) as reused:
+            parity = reused.rem(reused.add(reused.div(tile, self.stages), 1), 2)
+            bulk_copy.mbarrier_wait(empty, slot, parity, loc=issue.location, ip=reused.ip)
+
+    def _consumer(self, block: ir.Block, empty: ir.Value) -> None:
+        """The user's threads: no issues, no loop barrier; each releases a slot once nothing reads it."""
+        for issue in [op for op in walk_ops_in(block) if op.name == ISSUE]:
+            operation(issue.parent).erase()
+        loop = next(operation(op) for op in block.operations if operation(op).name == "scf.for"
+                    and NUM_STAGES_ATTR in operation(op).attributes)
+        for op in [op for op in walk_ops(loop) if op.name == "gpu.barrier" and operation(op.parent) == loop]:
+            op.erase()
+        _erase_dead(block)
+        for op in walk_ops_in(block):
+            if op.name == "gpu.barrier":
+                raise diag.error(op, "warp-specialize: the consumers would sync here without the producer "
+                                     "warpgroup (named barriers over the consumers are not implemented)")
+        waits = [op for op in walk_ops(loop) if op.name == "tile.wgmma_wait" and operation(op.parent) == loop]
+        body = loop.regions[0].blocks[0]
+        last = operation(list(body.operations)[-1])
+        at = _next(waits[-1]) if waits else last
+        pending = ir.IntegerAttr(waits[-1].attributes["pending"]).value if waits else 0
+        b = Builder(ir.InsertionPoint(at), loop.location, self.body, self.pool)
+        t = _iteration(b, loop)
+        if not pending:
+            bulk_copy.mbarrier_arrive(empty, b.rem(t, self.stages), loc=loop.location, ip=b.ip)
+            return
+        with b.if_(b.cmp("uge", t, b.index(pending))) as retired:
+            bulk_copy.mbarrier_arrive(empty, retired.rem(retired.sub(t, pending), self.stages), loc=loop.location,
+                                      ip=retired.ip)
+
+    def _widen_launch(self) -> None:
+        b = Builder(ir.InsertionPoint(self.launch), self.launch.location, self.launch.block, {})
+        size = b.index(self.threads + PRODUCER_THREADS)
+        block_x = self.launch.opview.blockSizeX
+        for i, operand in enumerate(self.launch.operands):
+            if operand == block_x:
+                self.launch.operands[i] = size
+                break
+        bound = ir.IntegerAttr.get(ir.IndexType.get(), self.threads + PRODUCER_THREADS)
+        for op in walk_ops(self.launch):
+            if op.name == "gpu.thread_id" and not _within(op, self.role):
+                op.attributes["upper_bound"] = bound  # the role split's and the barrier inits' (producer: none)
+
+
+def _keep_only_issues(block: ir.Block) -> None:
+    """Erase every op that is not a TMA issue, an op holding one or a value they use; inline the elected ifs."""
+    for op in reversed(list(block.operations)[:-1]):
+        op = operation(op)
+        issues = [inner for inner in walk_ops(op) if inner.name == ISSUE]
+        if not issues:
+            if not _is_pure(op):
+                op.erase()
+            continue
+        if op.name == "scf.if" and any(operation(i.parent) == op for i in issues):
+            _inline_then(op)
+        elif op.regions:
+            _keep_only_issues(op.regions[0].blocks[0])
+    _erase_dead(block)
+
+
+def _inline_then(if_op: ir.Operation) -> None:
+    for op in list(if_op.regions[0].blocks[0].operations)[:-1]:
+        operation(op).move_before(if_op)
+    if_op.erase()
+
+
+def _erase_dead(block: ir.Block) -> None:
+    """Erase pure ops without uses and result-less scf.ifs with empty branches, to a fixpoint."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed([operation(o) for o in walk_ops_in(block)]):
+            if (_is_pure(op) and all(not list(r.uses) for r in op.results)) or _empty_if(op):
+                op.erase()
+                changed = True
+                break
+
+
+def walk_ops_in(block: ir.Block) -> list[ir.Operation]:
+    ops = []
+    for op in block.operations:
+        op = operation(op)
+        ops.append(op)
+        for region in op.regions:
+            for inner in region.blocks:
+                ops += walk_ops_in(inner)
+    return ops
+
+
+def _empty_if(op: ir.Operation) -> bool:
+    return op.name == "scf.if" and not op.results and all(
+        len(list(region.blocks[0].operations)) <= 1 for region in op.regions if len(region.blocks))
+
+
+def _is_pure(op: ir.Operation) -> bool:
+    if op.name == "memref.alloca":
+        return not _is_shared(op.result.type)
+    return op.name.startswith(_PURE_PREFIXES)
+
+
+def _is_shared(type_: ir.Type) -> bool:
+    space = ir.MemRefType(type_).memory_space
+    return space is not None and str(space) in (f'"{SHARED}"', "#gpu.address_space<workgroup>")
+
+
+def _iteration(b: Builder, loop: ir.Operation) -> ir.Value:
+    """t = (k - lower) / step of the loop's iteration k."""
+    lower, _, step = list(loop.operands)[:3]
+    t = b.sub(loop.regions[0].blocks[0].arguments[0], lower)
+    known = constant_int(step)
+    return b.div(t, known) if known is not None else b.op("arith.divui", [t, step], [t.type]).result
+
+
+def _within(op: ir.Operation, ancestor: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if operation(parent) == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _top_level(op: ir.Operation, block: ir.Block) -> ir.Operation:
+    while op.block != block:
+        op = operation(op.parent)
+    return op
+
+
+def _after_op(op: ir.Operation, anchor: ir.Operation) -> bool:
+    ops = [operation(o) for o in op.block.operations]
+    return ops.index(op) > ops.index(anchor)
+
+
+def _next(op: ir.Operation) -> ir.Operation | None:
+    ops = [operation(o) for o in op.block.operations]
+    index = ops.index(op)
+    return ops[index + 1] if index + 1 < len(ops) else None
+
+
+def _fresh(base: str, taken: set) -> str:
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
