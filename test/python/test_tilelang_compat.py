@@ -630,7 +630,7 @@ def test_eager_compile_errors(keywords, words):
 
 
 # ----------------------------------------------------------------------------
-# What TileLang's example kernels use (test_tilelang_kernels.py runs the examples themselves).
+# Constructs TileLang's example kernels use.
 
 
 GROUP_MAX = """
