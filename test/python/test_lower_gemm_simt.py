@@ -42,7 +42,13 @@ def example_source():
 def k_loop_body(source: str) -> str:
     """The pipelined loop over K tiles: from its `for` to the store of the result after it."""
     start = source.index("for (int i = 0; i < 16; ++i)")
-    return source[start:source.index("// gemm.py:29", start)]
+    return source[start:source.index(f"// gemm.py:{example_line('T.copy(C_f, C[')}", start)]
+
+
+def example_line(text: str) -> int:
+    """The line of examples/gemm.py holding `text`: the emitter's `// gemm.py:N` comments name it."""
+    lines = (EXAMPLES / "gemm.py").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
 
 
 def test_example_k_loop_reads_both_shared_tiles(example_source):
