@@ -156,8 +156,21 @@ def _compile_cuda(module: ir.Module, info: KernelInfo, options: CudaOptions) -> 
         use_cache=options.use_cache,
     )
     seconds["nvrtc"] = time.perf_counter() - start
+    if emitted.entry_registers is not None:
+        _check_entry_registers(kernel.cubin, signature.name, emitted.entry_registers)
     log.debug("compiled %s: %s", info.name, ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in seconds.items()))
     return CompileResult(kernel, stage_ir, seconds)
+
+
+def _check_entry_registers(cubin: bytes, name: str, planned: int) -> None:
+    """setmaxnreg's counts assume ptxas started every thread at `planned` registers: were it fewer, the
+    consumers' raise would wait forever for registers the block's pool never gets."""
+    from tilemlir.runtime.cubin import register_counts
+
+    given = register_counts(cubin).get(name)
+    if given != planned:
+        raise CompileError(f"warp specialization planned setmaxnreg for {planned} registers per thread at entry, "
+                           f"but ptxas gave kernel '{name}' {given}; compile without warp_specialize=True")
 
 
 def _compile_cpu(module: ir.Module, info: KernelInfo, options: CpuOptions) -> CompileResult:

@@ -11,6 +11,9 @@ import pytest
 from support import static_gemm
 from tilemlir import driver
 from tilemlir.diagnostics import CompileError
+from tilemlir.passes.warp_specialize import RegisterPlan, register_plan
+from tilemlir.runtime import cubin
+from tilemlir.runtime.nvrtc import CompileOptions, ptxas_report
 
 
 def thread_ir(fn) -> str:
@@ -51,3 +54,55 @@ def test_the_simulator_refuses_the_split_launch_with_a_location():
     with pytest.raises(CompileError, match=r"support\.py:\d+:\d+: error: cannot simulate tile.wgmma under a "
                                            r"thread-dependent condition"):
         fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True)
+
+
+
+@pytest.mark.parametrize("consumers, plan", [
+    (128, None),  # one consumer warpgroup already gets 255 registers
+    (192, None),  # not whole warpgroups: setmaxnreg needs every warp of a warpgroup
+    (256, RegisterPlan(168, 40, 232)),  # 65536 / 384 -> 168; 128 * 128 freed, 64 more for each of 256
+    (384, RegisterPlan(128, 40, 152)),  # 88 * 128 freed: 29 more each, 24 in multiples of 8
+    (512, RegisterPlan(96, 40, 104)),
+])
+def test_register_plan(consumers, plan):
+    assert register_plan(consumers) == plan
+    if plan is not None:  # what the block asks of its pool never exceeds what the producer gives back
+        assert (plan.consumer - plan.entry) * consumers <= (plan.entry - plan.producer) * 128
+        assert plan.entry * (consumers + 128) <= 65536
+
+
+@pytest.fixture(scope="module")
+def two_consumer_warpgroups():
+    fn = static_gemm(128, 256, 64, n=1024, k=1040, m=72, threads=256, num_stages=3)
+    return fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True, warp_specialize=True)
+
+
+def test_two_consumer_warpgroups_rebalance_registers(two_consumer_warpgroups):
+    """The producer warpgroup lowers its maximum first thing, the consumers raise theirs, and ptxas starts every
+    thread at the launch bound's share (which the plan assumed) without ignoring setmaxnreg."""
+    source = two_consumer_warpgroups.cuda_source()
+    producer, consumer = source.split("} else {", 1)
+    assert re.search(r"if \(tx >= 256\) \{\n\s+tl_setmaxnreg_dec<40>\(\);", producer)
+    first_statement = next(line.strip() for line in consumer.splitlines() if line.strip() and "//" not in line)
+    assert first_statement == "tl_setmaxnreg_inc<232>();"
+    assert cubin.register_counts(two_consumer_warpgroups.cubin) == {"gemm": 168}
+    report = ptxas_report(source, "gemm", CompileOptions(arch="sm_90a"))
+    assert "Used 168 registers" in report and "setmaxnreg" not in report and "spill" in report
+    assert "0 bytes spill stores, 0 bytes spill loads" in report
+
+
+def test_one_consumer_warpgroup_keeps_its_registers():
+    fn = static_gemm(128, 128, 64, n=1024, k=1040, m=72, threads=128, num_stages=3)
+    kernel = fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True, warp_specialize=True)
+    assert "setmaxnreg" not in kernel.cuda_source()
+
+
+def test_a_cubin_that_starts_threads_elsewhere_is_an_error(monkeypatch):
+    """Had ptxas started the threads with fewer registers than planned, the consumers' raise would wait forever
+    for registers the pool never gets: the compile stops instead."""
+    monkeypatch.setattr(cubin, "register_counts", lambda image: {"gemm": 154})
+    fn = static_gemm(128, 256, 64, n=1024, k=1040, m=72, threads=256, num_stages=3)
+    with pytest.raises(CompileError, match=r"planned setmaxnreg for 168 registers per thread at entry, but ptxas "
+                                           r"gave kernel 'gemm' 154"):
+        fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True, warp_specialize=True, use_cache=False)
+

@@ -20,6 +20,10 @@
   of the warpgroup's batches are in flight (only then may c be read, or A and B be overwritten).
 - `tile.fence_proxy_async()`: `fence.proxy.async.shared::cta`, ordering the thread's
   generic-proxy shared accesses (stores, cp.async) with async-proxy ones (wgmma's reads, TMA).
+- `tile.setmaxnreg() {action = "inc" | "dec", count = N}`: `setmaxnreg.{action}.sync.aligned.u32 N`,
+  the warpgroup's per-thread register maximum raised to (taking from the block's pool, blocking
+  until it holds enough) or lowered to (giving back) N, a multiple of 8 in 24..256; every warp of
+  the warpgroup runs the same one (warp-specialize's register rebalancing).
 
 Defined on `tilemlir.dialects.tile.Tile`, loaded with it (tilemlir/context.py).
 """
@@ -220,6 +224,37 @@ class FenceProxyAsyncOp(Tile.Operation, name="fence_proxy_async"):
         return _launch_problem(self)
 
 
+ENTRY_REGISTERS = "tile.entry_registers"  # on a gpu.launch with setmaxnreg: the per-thread registers it starts with
+SETMAXNREG_ACTIONS = ("inc", "dec")
+SETMAXNREG_RANGE = (24, 256)
+
+
+class SetMaxNRegOp(Tile.Operation, name="setmaxnreg"):
+    """`setmaxnreg.{action}.sync.aligned.u32 count`: the executing warpgroup's per-thread register maximum
+    becomes `count` (`inc` takes registers from the block's pool, waiting until it has them; `dec` returns them).
+
+        "tile.setmaxnreg"() {action = "dec", count = 40 : i64} : () -> ()
+    """
+
+    action: ir.StringAttr
+    count: ir.IntegerAttr
+
+    @_checked
+    def verify_invariants(self):
+        action = self.operation.attributes["action"]
+        if not isinstance(action, ir.StringAttr) or action.value not in SETMAXNREG_ACTIONS:
+            return f"'action' must be one of {', '.join(SETMAXNREG_ACTIONS)}, got {action}"
+        count = _int_attr(self, "count")
+        low, high = SETMAXNREG_RANGE
+        if count is None or count % 8 or not low <= count <= high:
+            return f"'count' must be a multiple of 8 in {low}..{high}, got {self.operation.attributes['count']}"
+        return _launch_problem(self)
+
+
+def setmaxnreg(action: str, count: int, *, loc=None, ip=None) -> SetMaxNRegOp:
+    return SetMaxNRegOp(ir.StringAttr.get(action), _i64(count), loc=loc, ip=ip)
+
+
 def wgmma_desc(src, indices, leading_bytes: int, stride_bytes: int, swizzle: int, *, loc=None,
                ip=None) -> ir.Value:
     op = WgmmaDescOp(src, list(indices), _i64(leading_bytes), _i64(stride_bytes), _i64(swizzle),
@@ -257,4 +292,4 @@ def fence_proxy_async(*, loc=None, ip=None) -> FenceProxyAsyncOp:
 
 
 WARPGROUP_OPS = ("tile.wgmma_desc", "tile.wgmma", "tile.wgmma_fence", "tile.wgmma_commit", "tile.wgmma_wait",
-                 "tile.fence_proxy_async")
+                 "tile.fence_proxy_async", "tile.setmaxnreg")

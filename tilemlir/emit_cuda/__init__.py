@@ -64,6 +64,7 @@ class EmittedKernel:
     source: str
     signature: KernelSignature
     fmad: bool = False  # the NVRTC --fmad setting the source was written for
+    entry_registers: int | None = None  # registers per thread the source's setmaxnreg counts assume at entry
 
 
 def emit(module, *, fast_math: bool = False, index_bits: int | None = None, arch: str | None = None) -> EmittedKernel:

@@ -465,6 +465,7 @@ _HANDLERS = {
     "tile.wgmma_commit": lambda emitter, op: emitter.warpgroup.fence(op),
     "tile.fence_proxy_async": lambda emitter, op: emitter.warpgroup.fence(op),
     "tile.wgmma_wait": lambda emitter, op: emitter.warpgroup.wait(op),
+    "tile.setmaxnreg": lambda emitter, op: emitter.warpgroup.setmaxnreg(op),
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
     **async_copy.HANDLERS,

@@ -6,6 +6,7 @@ import os
 
 from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics.reporting import source_location
+from tilemlir.dialects.warpgroup import ENTRY_REGISTERS
 from tilemlir.emit_cuda import EmittedKernel, irutil
 from tilemlir.emit_cuda.emitter import KernelEmitter
 from tilemlir.emit_cuda.kernel import KernelIR, find_kernel
@@ -29,7 +30,9 @@ def emit_translation_unit(module, *, fast_math: bool, index_bits: int | None, ar
     written = {arg for arg, tensor in memory.tensors.items() if tensor.written}
     signature = build_signature(kernel, emitter.function_name, memory.shared_bytes, bits, written)
     source = _banner(kernel, signature) + emitter.prelude.text(function) + "\n" + function
-    return EmittedKernel(source, signature, fmad=fast_math)
+    entry = kernel.launch.attributes[ENTRY_REGISTERS] if ENTRY_REGISTERS in kernel.launch.attributes else None
+    return EmittedKernel(source, signature, fmad=fast_math,
+                         entry_registers=None if entry is None else ir.IntegerAttr(entry).value)
 
 
 def _banner(kernel: KernelIR, signature: KernelSignature) -> str:

@@ -7,6 +7,7 @@ kernel uses it:
     tl_wgmma_m64n128k16_f32_bf16_kn(C_f + 64, A_s_desc, B_s_desc);
     tl_wgmma_m64n128k32_f32_e4m3_e4m3(C_f, A_s_desc, B_s_desc);   (fp8: K-major, no imm-trans)
     tl_wgmma_fence(); tl_wgmma_commit(); tl_wgmma_wait<0>(); tl_fence_proxy_async();
+    tl_setmaxnreg_dec<40>(); tl_setmaxnreg_inc<232>();
 
 The wgmma helper takes the accumulator as `float*` and binds its n / 2 elements as `"+f"` operands, so
 with a constant offset (the loops around it unrolled) they stay registers; the trans flags are
@@ -38,6 +39,11 @@ _FENCES = {
     "tl_wgmma_commit": 'asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");',
     "tl_fence_proxy_async": 'asm volatile("fence.proxy.async.shared::cta;" ::: "memory");',
 }
+
+_SETMAXNREG = """\
+template <int N> __device__ __forceinline__ void tl_setmaxnreg_{action}() {{
+  asm volatile("setmaxnreg.{action}.sync.aligned.u32 %0;" :: "n"(N));
+}}"""
 
 _WAIT = """\
 template <int N> __device__ __forceinline__ void tl_wgmma_wait() {
@@ -108,3 +114,9 @@ class WarpgroupStatements:
     def wait(self, op: ir.Operation) -> None:
         self._cx.prelude.helper_text("tl_wgmma_wait", _WAIT)
         self._cx.out.line(f"tl_wgmma_wait<{ir.IntegerAttr(op.attributes['pending']).value}>();")
+
+    def setmaxnreg(self, op: ir.Operation) -> None:
+        action = ir.StringAttr(op.attributes["action"]).value
+        name = f"tl_setmaxnreg_{action}"
+        self._cx.prelude.helper_text(name, _SETMAXNREG.format(action=action))
+        self._cx.out.line(f"{name}<{ir.IntegerAttr(op.attributes['count']).value}>();")

@@ -18,6 +18,11 @@ one per iteration in it for tile t + D) feed it. Gives (docs/tensor_cores.md, "W
   retired, so nothing reads its slot) every consumer thread arrives on `empty[(t - P) mod S]` when
   t >= P; with no wgmma in the loop (synchronous reads) on `empty[t mod S]` at the end of the body.
 
+- registers rebalanced (`tile.setmaxnreg`) when the consumers are whole warpgroups and T >= 256: ptxas
+  gives every thread the launch bound's share at entry (`register_plan`), the producer warpgroup lowers
+  its maximum to 40 and the consumers raise theirs by what it gave back; the launch records the entry
+  count (`tile.entry_registers`), which the driver checks against the cubin.
+
 What it cannot split is a located error: a loop that also has cp.async ring copies (their commit groups
 need every thread), producer work that depends on the thread id, a launch with more than one TMA loop or
 with other `gpu.barrier`s the consumers would reach without the producer (no named barriers yet).
@@ -29,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilemlir.diagnostics import reporting as diag
-from tilemlir.dialects import bulk_copy
+from tilemlir.dialects import bulk_copy, warpgroup
 from tilemlir.dialects.tile import SHARED
 from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
 from tilemlir.mlir import ir
@@ -38,6 +43,8 @@ from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
 from tilemlir.rewriting.thread_builder import Builder
 
 PRODUCER_THREADS = 128  # one warpgroup
+PRODUCER_REGISTERS = 40  # a TMA issuer holds a few indices
+REGISTER_FILE = 65536  # 32-bit registers of one SM, which one block of the split launch has to itself
 EMPTY_BARRIERS = "empty"
 ISSUE = "tile.mbarrier_arrive_expect_tx"
 _PURE_PREFIXES = ("arith.", "index.", "affine.apply", "gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
@@ -47,6 +54,26 @@ _PURE_PREFIXES = ("arith.", "index.", "affine.apply", "gpu.thread_id", "gpu.bloc
 @dataclass(frozen=True)
 class WarpSpecializeOptions:
     enable: bool = False  # the compile option warp_specialize=True
+
+
+@dataclass(frozen=True)
+class RegisterPlan:
+    entry: int  # per thread at launch: the launch bound's share of the register file, which ptxas allocates
+    producer: int
+    consumer: int
+
+
+def register_plan(consumers: int) -> RegisterPlan | None:
+    """setmaxnreg's counts for `consumers` threads beside the producer warpgroup, or None where there is
+    nothing to gain (fewer than two consumer warpgroups already get up to 255 each) or they are not whole
+    warpgroups. What the producer gives back is (entry - 40) * 128 registers; the consumers take it in
+    multiples of 8, so the block never asks its pool for more than it holds."""
+    if consumers % PRODUCER_THREADS or consumers < 2 * PRODUCER_THREADS:
+        return None
+    entry = REGISTER_FILE // (consumers + PRODUCER_THREADS) // 8 * 8
+    raised = (entry - PRODUCER_REGISTERS) * PRODUCER_THREADS // consumers // 8 * 8
+    consumer = min(warpgroup.SETMAXNREG_RANGE[1], entry + raised)
+    return RegisterPlan(entry, PRODUCER_REGISTERS, consumer) if consumer > entry else None
 
 
 @register_pass("warp-specialize", "a TMA pipeline's launch -> one producer warpgroup issuing the boxes (ids >= "
@@ -84,9 +111,21 @@ class _Split:
         self._consumer(consumer, empty)
         self.role = role
         self._widen_launch()
+        plan = register_plan(self.threads)
+        registers = ""
+        if plan is not None:
+            self._rebalance(plan, producer, consumer)
+            registers = f", registers {plan.entry} at entry, {plan.producer} producer / {plan.consumer} consumer"
         diag.remark(self.launch, f"warp-specialize: {self.threads} consumer threads (ids 0..{self.threads - 1}) "
                                  f"and a producer warpgroup (ids {self.threads}..{self.threads + PRODUCER_THREADS - 1})"
-                                 f" on {self.stages} full/empty stages")
+                                 f" on {self.stages} full/empty stages{registers}")
+
+    def _rebalance(self, plan: RegisterPlan, producer: ir.Block, consumer: ir.Block) -> None:
+        """Each role's whole warpgroups change their maximum first thing (setmaxnreg's .sync.aligned)."""
+        loc = self.launch.location
+        warpgroup.setmaxnreg("dec", plan.producer, loc=loc, ip=ir.InsertionPoint.at_block_begin(producer))
+        warpgroup.setmaxnreg("inc", plan.consumer, loc=loc, ip=ir.InsertionPoint.at_block_begin(consumer))
+        self.launch.attributes[warpgroup.ENTRY_REGISTERS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), plan.entry)
 
     # ------------------------------------------------------------ what the launch holds
 

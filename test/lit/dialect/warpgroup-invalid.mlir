@@ -158,3 +158,59 @@ func.func @wgmma_b_type_is_a_string(%d: i64, %c: memref<128xf32, "local">) {
   }
   return
 }
+
+// -----
+
+func.func @setmaxnreg_action() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.setmaxnreg' op 'action' must be one of inc, dec, got "more"}}
+    "tile.setmaxnreg"() {action = "more", count = 232 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @setmaxnreg_not_multiple_of_8() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.setmaxnreg' op 'count' must be a multiple of 8 in 24..256, got 230 : i64}}
+    "tile.setmaxnreg"() {action = "inc", count = 230 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @setmaxnreg_too_many() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.setmaxnreg' op 'count' must be a multiple of 8 in 24..256, got 264 : i64}}
+    "tile.setmaxnreg"() {action = "inc", count = 264 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @setmaxnreg_too_few() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.setmaxnreg' op 'count' must be a multiple of 8 in 24..256, got 16 : i64}}
+    "tile.setmaxnreg"() {action = "dec", count = 16 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @setmaxnreg_outside_launch() {
+  // expected-error @+1 {{'tile.setmaxnreg' op must be inside a gpu.launch (a thread-level op)}}
+  "tile.setmaxnreg"() {action = "dec", count = 40 : i64} : () -> ()
+  return
+}

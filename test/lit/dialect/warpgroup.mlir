@@ -17,6 +17,8 @@ func.func @warpgroup_ops() {
     %db = "tile.wgmma_desc"(%b, %c1, %c0, %c0) {leading_bytes = 8192 : i64, stride_bytes = 1024 : i64, swizzle = 128 : i64} : (memref<3x64x128xbf16, "shared">, index, index, index) -> i64
     // CHECK: "tile.fence_proxy_async"() : () -> ()
     "tile.fence_proxy_async"() : () -> ()
+    // CHECK: "tile.setmaxnreg"() {action = "inc", count = 232 : i64} : () -> ()
+    "tile.setmaxnreg"() {action = "inc", count = 232 : i64} : () -> ()
     // CHECK: "tile.wgmma_fence"() : () -> ()
     "tile.wgmma_fence"() : () -> ()
     // CHECK: "tile.wgmma"(%[[DA]], %{{.+}}, %{{.+}}) {c_offset = 64 : i64, n = 128 : i64, operand_type = "bf16", trans_a = false, trans_b = true} : (i64, i64, memref<128xf32, "local">) -> ()

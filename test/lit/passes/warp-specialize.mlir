@@ -120,3 +120,73 @@
     }
     return
   }
+
+// Two consumer warpgroups: the launch starts every thread at 65536 / 384 registers rounded down to a multiple of 8
+// (168), the producer warpgroup lowers its maximum to 40 and the consumers raise theirs to 168 + 128 * 128 / 256.
+// CHECK-LABEL: func.func @two_consumer_warpgroups
+// CHECK: gpu.launch
+// CHECK: %[[PRODUCER2:.+]] = arith.cmpi uge, %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: scf.if %[[PRODUCER2]] {
+// CHECK-NEXT: "tile.setmaxnreg"() {action = "dec", count = 40 : i64}
+// CHECK-NEXT: arith.cmpi eq
+// CHECK: } else {
+// CHECK-NEXT: "tile.setmaxnreg"() {action = "inc", count = 232 : i64}
+// CHECK-NEXT: scf.for
+// CHECK: gpu.terminator
+// CHECK-NEXT: } {tile.entry_registers = 168 : i64}
+  func.func @two_consumer_warpgroups(%arg0: memref<?x64xbf16>) attributes {tile.arg_names = ["A"], tile.entry, tile.tensor_maps = {A_map = {box = [64, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %c256 = arith.constant 256 : index
+    %dim = memref.dim %arg0, %c0 : memref<?x64xbf16>
+    %0 = arith.divui %dim, %c64 : index
+    gpu.launch blocks(%arg1, %arg2, %arg3) in (%arg7 = %c1, %arg8 = %c1, %arg9 = %c1) threads(%arg4, %arg5, %arg6) in (%arg10 = %c256, %arg11 = %c1, %arg12 = %c1) {
+      %c2_0 = arith.constant 2 : index
+      %c1_1 = arith.constant 1 : index
+      %c0_2 = arith.constant 0 : index
+      %alloca = memref.alloca() {name = "full"} : memref<2xi64, "shared">
+      %thread_id_x = gpu.thread_id x upper_bound 256
+      %1 = arith.cmpi eq, %thread_id_x, %c0_2 : index
+      scf.if %1 {
+        "tile.mbarrier_init"(%alloca, %c0_2) {count = 1 : i64} : (memref<2xi64, "shared">, index) -> ()
+        "tile.mbarrier_init"(%alloca, %c1_1) {count = 1 : i64} : (memref<2xi64, "shared">, index) -> ()
+        "tile.fence_mbarrier_init"() : () -> ()
+      }
+      gpu.barrier
+      %alloca_3 = memref.alloca() {name = "A_s", tile.ring, tile.swizzle = 128 : i64} : memref<2x64x64xbf16, "shared">
+      %2 = arith.cmpi ult, %c0, %0 : index
+      scf.if %2 {
+        %thread_id_x_4 = gpu.thread_id x upper_bound 256
+        %3 = arith.cmpi eq, %thread_id_x_4, %c0_2 : index
+        scf.if %3 {
+          "tile.mbarrier_arrive_expect_tx"(%alloca, %c0) {bytes = 8192 : i64} : (memref<2xi64, "shared">, index) -> ()
+          "tile.tma_load"(%alloca_3, %alloca, %c0, %c0_2, %c0_2, %c0, %c0, %c0_2) {map = "A_map"} : (memref<2x64x64xbf16, "shared">, memref<2xi64, "shared">, index, index, index, index, index, index) -> ()
+        }
+      }
+      scf.for %arg13 = %c0 to %0 step %c1 {
+        gpu.barrier
+        %3 = arith.addi %arg13, %c1 : index
+        %4 = arith.remui %3, %c2 : index
+        %5 = arith.cmpi ult, %3, %0 : index
+        scf.if %5 {
+          %11 = arith.muli %3, %c64 : index
+          %thread_id_x_4 = gpu.thread_id x upper_bound 256
+          %12 = arith.cmpi eq, %thread_id_x_4, %c0_2 : index
+          scf.if %12 {
+            "tile.mbarrier_arrive_expect_tx"(%alloca, %4) {bytes = 8192 : i64} : (memref<2xi64, "shared">, index) -> ()
+            "tile.tma_load"(%alloca_3, %alloca, %4, %c0_2, %c0_2, %4, %11, %c0_2) {map = "A_map"} : (memref<2x64x64xbf16, "shared">, memref<2xi64, "shared">, index, index, index, index, index, index) -> ()
+          }
+        }
+        %6 = arith.remui %arg13, %c2_0 : index
+        %7 = arith.divui %arg13, %c2_0 : index
+        %8 = arith.remui %7, %c2_0 : index
+        "tile.mbarrier_wait"(%alloca, %6, %8) : (memref<2xi64, "shared">, index, index) -> ()
+        %9 = arith.remui %arg13, %c2 : index
+        %10 = memref.load %alloca_3[%9, %c0, %c0] : memref<2x64x64xbf16, "shared">
+      } {tile.num_stages = 2 : i64}
+      gpu.terminator
+    }
+    return
+  }

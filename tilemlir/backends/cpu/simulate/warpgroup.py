@@ -220,7 +220,8 @@ class Warpgroups:
             op.results[0].replace_all_uses_with(value)
             op.erase()
         lowerings = {"tile.wgmma_fence": self._wgmma_fence, "tile.wgmma_commit": self._commit,
-                     "tile.wgmma_wait": self._wait, "tile.fence_proxy_async": self._proxy_fence}
+                     "tile.wgmma_wait": self._wait, "tile.fence_proxy_async": self._proxy_fence,
+                     "tile.setmaxnreg": lambda op: None}  # registers are not modelled: the hint does nothing here
         for op in ops_named(self.launch, *lowerings):
             with op.location, ir.InsertionPoint(op):
                 lowerings[op.name](op)
