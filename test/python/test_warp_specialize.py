@@ -28,7 +28,7 @@ def test_the_launch_gains_a_producer_warpgroup(threads, stages):
     block_m = 64 * threads // 128
     text = thread_ir(static_gemm(block_m, 64, 64, n=72, k=136, m=72, threads=threads, num_stages=stages))
     assert re.search(rf"threads\(.+\) in \(%\w+ = %c{threads + 128}\b", text)
-    assert text.count(f"{{count = {threads} : i64}}") == stages  # empty[s]: every consumer thread arrives
+    assert text.count(f"{{count = {threads // 32} : i64}}") == stages  # empty[s]: lane 0 of every consumer warp
     producer, consumer = text.split("} else {", 1)[0], text.split("} else {", 1)[1]
     assert re.search(rf"arith.cmpi eq, %\w+, %c{threads}\w* : index", producer)  # thread `threads` issues
     issue = producer[producer.index("scf.for"):]

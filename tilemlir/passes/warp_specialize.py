@@ -8,15 +8,17 @@ one per iteration in it for tile t + D) feed it. Gives (docs/tensor_cores.md, "W
 
 - the launch on T + 128 threads; the consumers keep thread ids 0..T-1 (so every inferred layout and
   thread-indexed access stays as it was), the producer warpgroup is ids T..T+127;
-- next to `full`, an `empty[S]` ring initialized with T arrivals a phase (every consumer thread arrives);
+- next to `full`, an `empty[S]` ring initialized with T / 32 arrivals a phase: lane 0 of every consumer
+  warp arrives once the warp is past the wait that retires the slot's readers (one arrival per thread
+  would serialize T shared-memory atomics on one word per tile); T not a multiple of 32: every thread;
 - the shared buffers allocated before the split, then `scf.if tid >= T` (producer) `else` (consumers);
 - producer: thread T alone runs the prologue's issues and the loop reduced to its issues; before issuing
   tile j >= S into slot s = j mod S it waits `empty[s]` with parity (j / S + 1) mod 2 (the phase in
   which the consumers released tile j - S); the other 127 producer threads do nothing;
 - consumers: the body without the issues and without the loop's `gpu.barrier` (the rings' WAR order
   is `empty`'s now); after the loop's `tile.wgmma_wait {pending = P}` (the wgmma of tile t - P has
-  retired, so nothing reads its slot) every consumer thread arrives on `empty[(t - P) mod S]` when
-  t >= P; with no wgmma in the loop (synchronous reads) on `empty[t mod S]` at the end of the body.
+  retired, so nothing reads its slot) the consumers arrive on `empty[(t - P) mod S]` when t >= P;
+  with no wgmma in the loop (synchronous reads) on `empty[t mod S]` at the end of the body.
 
 - registers rebalanced (`tile.setmaxnreg`) when the consumers are whole warpgroups and T >= 256: ptxas
   gives every thread the launch bound's share at entry (`register_plan`), the producer warpgroup lowers
@@ -43,6 +45,7 @@ from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
 from tilemlir.rewriting.thread_builder import Builder
 
 PRODUCER_THREADS = 128  # one warpgroup
+WARP = 32
 PRODUCER_REGISTERS = 40  # a TMA issuer holds a few indices
 REGISTER_FILE = 65536  # 32-bit registers of one SM, which one block of the split launch has to itself
 EMPTY_BARRIERS = "empty"
@@ -173,8 +176,12 @@ class _Split:
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]), "name": ir.StringAttr.get(name)}).result
         inits = Builder(ir.InsertionPoint(self.fence), self.fence.location, self.body, self.pool)
         for slot in range(self.stages):
-            bulk_copy.mbarrier_init(empty, inits.index(slot), self.threads, loc=inits.loc, ip=inits.ip)
+            bulk_copy.mbarrier_init(empty, inits.index(slot), self._arrivals(), loc=inits.loc, ip=inits.ip)
         return empty
+
+    def _arrivals(self) -> int:
+        """Arrivals that release a slot: one per consumer warp, or per thread when the threads are not whole warps."""
+        return self.threads // WARP if self.threads % WARP == 0 else self.threads
 
     def _hoist_shared(self, init_barrier: ir.Operation) -> None:
         """Shared buffers before the split: both roles must name the same ones."""
@@ -261,12 +268,17 @@ class _Split:
         pending = ir.IntegerAttr(waits[-1].attributes["pending"]).value if waits else 0
         b = Builder(ir.InsertionPoint(at), loop.location, self.body, self.pool)
         t = _iteration(b, loop)
-        if not pending:
+        conditions = [b.cmp("uge", t, b.index(pending))] if pending else []
+        if self._arrivals() != self.threads:
+            conditions.append(b.cmp("eq", b.rem(b.thread_id(self.threads + PRODUCER_THREADS), WARP), b.index(0)))
+        if not conditions:
             bulk_copy.mbarrier_arrive(empty, b.rem(t, self.stages), loc=loop.location, ip=b.ip)
             return
-        with b.if_(b.cmp("uge", t, b.index(pending))) as retired:
-            bulk_copy.mbarrier_arrive(empty, retired.rem(retired.sub(t, pending), self.stages), loc=loop.location,
-                                      ip=retired.ip)
+        arrives = conditions[0] if len(conditions) == 1 else b.op(
+            "arith.andi", conditions, [conditions[0].type]).result
+        with b.if_(arrives) as arrive:
+            bulk_copy.mbarrier_arrive(empty, arrive.rem(arrive.sub(t, pending), self.stages), loc=loop.location,
+                                      ip=arrive.ip)
 
     def _widen_launch(self) -> None:
         b = Builder(ir.InsertionPoint(self.launch), self.launch.location, self.launch.block, {})

@@ -1,6 +1,6 @@
 // warp-specialize{enable=true}: tma-copies' launch becomes a producer warpgroup (ids 128..255, thread 128 issuing,
 // each tile j >= S after its wait on `empty`) and the user's 128 threads consuming (full waits, an `empty` arrival
-// once nothing reads the slot).
+// from lane 0 of each warp once nothing reads the slot).
 // RUN: tile-opt %s -p 'warp-specialize{enable=true}' 2>/dev/null | FileCheck %s
 // The output verifies and re-parses.
 // RUN: tile-opt %s -p 'warp-specialize{enable=true}' 2>/dev/null | tile-opt -o /dev/null
@@ -18,8 +18,9 @@
 // CHECK: %[[TID0:.+]] = gpu.thread_id x upper_bound 256
 // CHECK: "tile.mbarrier_init"(%[[FULL]], %{{.+}}) {count = 1 : i64}
 // CHECK: "tile.mbarrier_init"(%[[FULL]], %{{.+}}) {count = 1 : i64}
-// CHECK: "tile.mbarrier_init"(%[[EMPTY]], %{{.+}}) {count = 128 : i64}
-// CHECK: "tile.mbarrier_init"(%[[EMPTY]], %{{.+}}) {count = 128 : i64}
+// A slot is released by lane 0 of each of the 4 consumer warps.
+// CHECK: "tile.mbarrier_init"(%[[EMPTY]], %{{.+}}) {count = 4 : i64}
+// CHECK: "tile.mbarrier_init"(%[[EMPTY]], %{{.+}}) {count = 4 : i64}
 // CHECK-NEXT: "tile.fence_mbarrier_init"()
 // CHECK: gpu.barrier
 // The ring is allocated before the split, so both roles name it.
@@ -59,8 +60,13 @@
 // CHECK-NOT: gpu.barrier
 // CHECK: "tile.mbarrier_wait"(%[[FULL]]
 // CHECK: memref.load %[[A]]
+// CHECK-NEXT: %[[CTID:.+]] = gpu.thread_id x
+// CHECK-NEXT: %[[LANE:.+]] = arith.remui %[[CTID]], %{{.+}} : index
+// CHECK-NEXT: %[[LEAD:.+]] = arith.cmpi eq, %[[LANE]], %{{.+}} : index
+// CHECK-NEXT: scf.if %[[LEAD]] {
 // CHECK-NEXT: %[[FREED:.+]] = arith.remui %[[KC]], %{{.+}} : index
 // CHECK-NEXT: "tile.mbarrier_arrive"(%[[EMPTY]], %[[FREED]])
+// CHECK-NEXT: }
 // CHECK-NEXT: } {tile.num_stages = 2 : i64}
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.terminator
