@@ -1,19 +1,27 @@
 """warp-specialize (compile option warp_specialize=True, with tma=True): the thread-stage IR of a TMA-fed wgmma
 GEMM split into a producer warpgroup (ids >= threads, one elected thread issuing every box, each reused slot after
 its `empty` wait) and the user's threads consuming (the full wait, the wgmma, the release after the wgmma_wait that
-retires it); and the option's checks. The CPU thread-level simulator does not run the split launch yet (its roles
-synchronize only through mbarriers, which needs interleaved schedules): a compile for it is a located error."""
+retires it); the option's checks; the CPU simulation of the split launch (its roles in step, simulate/roles.py)
+against the unsplit kernel and with injected synchronization bugs; setmaxnreg's register plan."""
 
 import re
 
+import ml_dtypes
+import numpy as np
 import pytest
 
 from support import static_gemm
 from tilemlir import driver
+from tilemlir.backends.cpu.kernel import SimulationError
 from tilemlir.diagnostics import CompileError
+from tilemlir.mlir import arith, ir
+from tilemlir.passes import warp_specialize
 from tilemlir.passes.warp_specialize import RegisterPlan, register_plan
+from tilemlir.testing import relative_error
 from tilemlir.runtime import cubin
 from tilemlir.runtime.nvrtc import CompileOptions, ptxas_report
+
+BF16 = ml_dtypes.bfloat16
 
 
 def thread_ir(fn) -> str:
@@ -49,12 +57,61 @@ def test_warp_specialize_needs_tma():
         fn.compile("cuda", arch="sm_80", tma=True, warp_specialize=True)
 
 
-def test_the_simulator_refuses_the_split_launch_with_a_location():
-    fn = static_gemm(64, 64, 64, n=72, k=136, m=72, num_stages=3)
-    with pytest.raises(CompileError, match=r"support\.py:\d+:\d+: error: cannot simulate tile.wgmma under a "
-                                           r"thread-dependent condition"):
-        fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True)
+def ws_and_plain(fn):
+    options = dict(level="thread", tensor_cores="wgmma", tma=True)
+    return fn.compile("cpu", warp_specialize=True, **options), fn.compile("cpu", **options)
 
+
+def operands(rng, m, n, k):
+    return (rng.standard_normal((m, k)).astype(BF16), rng.standard_normal((k, n)).astype(BF16))
+
+
+@pytest.mark.parametrize("block_m, threads, stages, m, n, k", [
+    (64, 128, 3, 72, 72, 520),  # one consumer warpgroup, every slot reused twice, ragged M and N
+    (128, 256, 4, 130, 72, 200),  # two consumer warpgroups (setmaxnreg), K not a multiple of the tile
+    (64, 128, 2, 64, 64, 704),  # two stages: no wgmma batch in flight, the slot released at the iteration's end
+])
+def test_the_simulation_runs_the_split_launch_as_the_unsplit_one(rng, block_m, threads, stages, m, n, k):
+    """The CPU simulation runs the producer and the consumers in step (simulate/roles.py): bit for bit the result
+    of the kernel without warp specialization, through every full and empty wait."""
+    fn = static_gemm(block_m, 64, 64, n=n, k=k, m=m, threads=threads, num_stages=stages)
+    ws, plain = ws_and_plain(fn)
+    a, b = operands(rng, m, n, k)
+    got = ws(a, b)
+    assert np.array_equal(got, plain(a, b))
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) < 1e-5
+
+
+def test_a_slot_nobody_releases_is_a_deadlock(rng, monkeypatch):
+    """An `empty` ring expecting one arrival more than the consumer warps make: the producer's wait for the first
+    reused slot never holds, which the simulation reports with the wait's line instead of hanging."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(warp_specialize._Split, "_arrivals", lambda self: self.threads // 32 + 1)
+    fn = static_gemm(64, 64, 64, n=72, k=520, m=72, num_stages=3)
+    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True)
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .*support\.py:\d+:\d+ for the "
+                                              r"phase of parity 0 of mbarrier 'empty'\[0\]"):
+        kernel(*operands(rng, 72, 72, 520))
+
+
+def test_a_producer_waiting_for_the_wrong_phase_is_a_deadlock(rng, monkeypatch):
+    """The producer waiting for the phase in which the consumers release the tile it is about to load (parity
+    j / S instead of j / S - 1): it waits for itself, and the consumers for a tile it never loads."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    real = warp_specialize.bulk_copy.mbarrier_wait
+
+    def one_phase_late(barrier, slot, parity, *, loc, ip):
+        with loc, ip:
+            flipped = arith.subi(arith.constant(ir.IndexType.get(), 1), parity)
+        return real(barrier, slot, flipped, loc=loc, ip=ip)
+
+    monkeypatch.setattr(warp_specialize.bulk_copy, "mbarrier_wait", one_phase_late)
+    fn = static_gemm(64, 64, 64, n=72, k=520, m=72, num_stages=3)
+    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True)
+    monkeypatch.setattr(warp_specialize.bulk_copy, "mbarrier_wait", real)
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread \d+ waits at .*support\.py:\d+:\d+ for the "
+                                              r"phase of parity \d of mbarrier '(empty|full)'"):
+        kernel(*operands(rng, 72, 72, 520))
 
 
 @pytest.mark.parametrize("consumers, plan", [

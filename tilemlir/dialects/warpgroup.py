@@ -224,6 +224,7 @@ class FenceProxyAsyncOp(Tile.Operation, name="fence_proxy_async"):
         return _launch_problem(self)
 
 
+WARP_ROLES = "tile.warp_roles"  # on warp-specialize's role split (an scf.if): the consumer thread count
 ENTRY_REGISTERS = "tile.entry_registers"  # on a gpu.launch with setmaxnreg: the per-thread registers it starts with
 SETMAXNREG_ACTIONS = ("inc", "dec")
 SETMAXNREG_RANGE = (24, 256)

@@ -201,6 +201,7 @@ class _Split:
         b = Builder(ir.InsertionPoint(moved[0]), self.launch.location, self.body, self.pool)
         tid = b.thread_id(self.threads + PRODUCER_THREADS)
         role = b.op("scf.if", [b.cmp("uge", tid, b.index(self.threads))], regions=2)
+        role.attributes[warpgroup.WARP_ROLES] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), self.threads)
         then_block, else_block = role.regions[0].blocks.append(), role.regions[1].blocks.append()
         for block in (then_block, else_block):
             ir.Operation.create("scf.yield", loc=self.launch.location, ip=ir.InsertionPoint(block))

@@ -29,7 +29,8 @@ CPU backend JIT-compiles:
   its box (zeros outside the tensor) and lands, swizzled as the hardware
   does, when a wait on its barrier runs; a wait opens a phase retried until
   the thread's wait holds, no progress being a deadlock error
-  (`simulate/bulk_copies.py`). With
+  (`simulate/bulk_copies.py`); a warp-specialized launch's producer and
+  consumer loops run in step, fused into one (`simulate/roles.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.
@@ -46,8 +47,8 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, tile_ops
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu import checks, debug_calls, races
-from tilemlir.backends.cpu.simulate import async_copies, bulk_copies, collectives, phases, uniformity, values, \
-    warpgroup
+from tilemlir.backends.cpu.simulate import async_copies, bulk_copies, collectives, phases, roles, uniformity, \
+    values, warpgroup
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.bulk_copy import BULK_COPY_OPS
 from tilemlir.dialects.tile import memory_space
@@ -108,6 +109,7 @@ def _arg_names(function: ir.Operation) -> list[str]:
 
 
 def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Checker) -> None:
+    roles.fuse(launch)
     block_dims = _block_dims(launch)
     n_threads = block_dims[0] * block_dims[1] * block_dims[2]
     body = launch.regions[0].blocks[0]

@@ -49,9 +49,9 @@ ends when every thread finished, or a pass finished none: a deadlock, reported f
 thread with the wait's location, the barrier and the parity. So a thread's phase after a wait runs
 when its wait holds, after other threads have run theirs; a phase after the wait's does not start
 before every thread is past the wait (the phase order is program order). A program in which a wait
-can only be satisfied by code *after* it in program order in other threads (a warp-specialized
-producer branch waiting for the consumer branch's later arrivals) reports that deadlock although the
-GPU would run it: the simulator does not interleave whole branches.
+can only be satisfied by code *after* it in program order in other threads would report that
+deadlock although the GPU ran it; warp-specialize's producer and consumer loops are such a program,
+which `simulate/roles.py` fuses into one schedule first.
 
 Not checked: a TMA load overwriting bytes other threads read before it was issued, ordered only by an
 mbarrier (the epoch race shadows cannot see mbarrier ordering).
