@@ -110,8 +110,50 @@ def test_tvm_scalar_spellings(level, rng):
     assert np.array_equal(b, masked_scale_reference(a, lo))
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_layer_norm(level, rng):
+    x = rng.standard_normal((6, 256)).astype(ml_dtypes.bfloat16)
+    g, b = (rng.standard_normal(256).astype(np.float32) for _ in range(2))
+    y = cpu(K.layer_norm, level, 6, 256, 2)(x, g, b)
+    xd = x.astype(np.float64)
+    want = (xd - xd.mean(1, keepdims=True)) / np.sqrt(xd.var(1, keepdims=True) + 1e-5) * g + b
+    assert y.dtype == ml_dtypes.bfloat16
+    assert relative_error(y, want) < 8e-3  # bf16 output
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_top_k(level, rng):
+    logits = rng.random((8, 64)).astype(np.float32)
+    logits[3, 10] = logits[3, 20] = 2.0  # a tie: the lower column comes first
+    gates, index = cpu(K.top_k, level, 8, 64, 5, 4)(logits)
+    order = np.argsort(-logits, 1, kind="stable")[:, :5]
+    assert np.array_equal(index, order)
+    assert np.array_equal(gates, np.take_along_axis(logits, order, 1))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_splitk_gemm_adds_every_slice(level, rng):
+    a, b = rng.standard_normal((64, 256)).astype(np.float16), rng.standard_normal((256, 64)).astype(np.float16)
+    c = np.full((64, 64), 0.5, np.float32)  # the slices add into what C holds
+    cpu(K.splitk_gemm, level, 64, 64, 256, 32, 32, 32, 4)(a, b, c)
+    assert relative_error(c, 0.5 + a.astype(np.float64) @ b.astype(np.float64)) < 1e-6
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_thread_level_gemv(level, rng):
+    """2-D threads, T.get_thread_binding, a register partial and a shared atomic add (K = 200: the last k tile
+    is partial)."""
+    x, w = rng.standard_normal(200).astype(np.float16), rng.standard_normal((64, 200)).astype(np.float16)
+    y = cpu(K.thread_gemv, level, 64, 200, 16, 8)(x, w)
+    assert relative_error(y, w.astype(np.float64) @ x.astype(np.float64)) < 1e-3  # fp16 output
+
+
 NVRTC_CASES = [
     (K.elementwise_add, (64, 96, 16, 32, "float16", "float32", 128)),
+    (K.layer_norm, (6, 256, 2)),
+    (K.top_k, (8, 64, 5, 4)),
+    (K.splitk_gemm, (64, 64, 256, 32, 32, 32, 4)),
+    (K.thread_gemv, (64, 200, 16, 8)),
     (K.softmax, (5, 256)),
     (K.rms_norm_kernel, (8, 128, 2)),
     (K.row_reduce, (8, 256, 2)),

@@ -219,3 +219,113 @@ def eager_row_scale(X, scale: float = 2.0, block_N: int = 128):
         for i in T.Parallel(1):
             S[bx] = s[i]
     return Y, S
+
+
+# ----------------------------------------------------------------------------
+# Kernels of the kinds TileLang's examples hold (norms, top-k, split-K GEMM, thread-level GEMV), written here.
+
+
+@tilelang.jit(out_idx=[-1])
+def layer_norm(M, N, blk_m, eps=1e-5):
+    dtype = T.float32
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), T.bfloat16), G: T.Tensor((N,), dtype), Bias: T.Tensor((N,), dtype),
+             Y: T.Tensor((M, N), T.bfloat16)):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=128) as bx:
+            x = T.alloc_fragment((blk_m, N), dtype)
+            sq = T.alloc_fragment((blk_m, N), dtype)
+            mean = T.alloc_fragment((blk_m,), dtype)
+            var = T.alloc_fragment((blk_m,), dtype)
+            T.copy(X[bx * blk_m, 0], x)
+            T.reduce_sum(x, mean, dim=1)
+            for i in T.Parallel(blk_m):
+                mean[i] = mean[i] / N
+            for i, j in T.Parallel(blk_m, N):
+                sq[i, j] = (x[i, j] - mean[i]) * (x[i, j] - mean[i])
+            T.reduce_sum(sq, var, dim=1)
+            for i in T.Parallel(blk_m):
+                var[i] = T.rsqrt(var[i] / N + eps)
+            for i, j in T.Parallel(blk_m, N):
+                x[i, j] = (x[i, j] - mean[i]) * var[i] * G[j] + Bias[j]
+            T.copy(x, Y[bx * blk_m, 0])
+
+    return main
+
+
+@tilelang.jit(out_idx=[1, 2])
+def top_k(M, N, k, blk_m):
+    """The k largest logits of each row and their columns, largest first (the lowest column among equals):
+    k rounds of a row max, the first column holding it, and that column masked out."""
+    dtype = T.float32
+
+    @T.prim_func
+    def main(Logits: T.Tensor((M, N), dtype), Gates: T.Tensor((M, k), dtype), Index: T.Tensor((M, k), T.int32)):
+        with T.Kernel(T.ceildiv(M, blk_m), threads=128) as bx:
+            logits = T.alloc_fragment((blk_m, N), dtype)
+            hits = T.alloc_fragment((blk_m, N), T.int32)
+            best = T.alloc_fragment((blk_m,), dtype)
+            where = T.alloc_fragment((blk_m,), T.int32)
+            T.copy(Logits[bx * blk_m, 0], logits)
+            for r in T.serial(k):
+                T.reduce_max(logits, best, dim=1)
+                for i, j in T.Parallel(blk_m, N):
+                    hits[i, j] = T.if_then_else(logits[i, j] == best[i], j, N)
+                T.reduce_min(hits, where, dim=1)
+                for i, j in T.Parallel(blk_m, N):
+                    logits[i, j] = T.if_then_else(j == where[i], -T.infinity(dtype), logits[i, j])
+                for i in T.Parallel(blk_m):
+                    Gates[bx * blk_m + i, r] = best[i]
+                    Index[bx * blk_m + i, r] = where[i]
+
+    return main
+
+
+@tilelang.jit
+def splitk_gemm(M, N, K, block_M, block_N, block_K, split_k, dtype=T.float16, accum_dtype=T.float32):
+    """Each of split_k block slices of K adds its partial product into C (which starts at zero)."""
+    k_per_split = K // split_k
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k, threads=128) as (bx, by, bz):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(k_per_split, block_K), num_stages=2):
+                T.copy(A[by * block_M, bz * k_per_split + ko * block_K], A_shared)
+                T.copy(B[bz * k_per_split + ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            for i, j in T.Parallel(block_M, block_N):
+                T.atomic_add(C[by * block_M + i, bx * block_N + j], C_local[i, j])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def thread_gemv(N, K, BLOCK_N, BLOCK_K, dtype=T.float16, accum_dtype=T.float32):
+    """y = W @ x with explicit threads: thread (tn, tk) of a BLOCK_N x BLOCK_K block sums every BLOCK_K-th
+    product of row tn into a register, then adds it into the row's shared partial sum."""
+
+    @T.prim_func
+    def main(X: T.Tensor((K,), dtype), W: T.Tensor((N, K), dtype), Y: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, BLOCK_N), threads=(BLOCK_N, BLOCK_K)) as bn:
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            partial = T.alloc_local((1,), accum_dtype)
+            row = T.alloc_shared((BLOCK_N,), accum_dtype)
+            if tk == 0:
+                row[tn] = 0
+            T.sync_threads()
+            partial[0] = 0
+            for ko in T.serial(T.ceildiv(K, BLOCK_K)):
+                k = ko * BLOCK_K + tk
+                if k < K:
+                    partial[0] += X[k].astype(accum_dtype) * W[bn * BLOCK_N + tn, k].astype(accum_dtype)
+            T.atomic_add(row[tn], partial[0])
+            T.sync_threads()
+            if tk == 0:
+                Y[bn * BLOCK_N + tn] = row[tn]
+
+    return main
