@@ -23,7 +23,7 @@ from typing import Any, Callable
 from tilemlir.config import settings
 from tilemlir.diagnostics import CompileError, DeviceAssertionError, LaunchError, SourceLocation
 from tilemlir.frontend.info import KernelInfo
-from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, options_for
+from tilemlir.options import CpuOptions, CudaOptions, TargetOptions, known_options, options_for
 from tilemlir.pass_configs import options_from_pass_configs
 from tilemlir.pipeline import STAGES
 from tilemlir.runtime.torch_ops import compiling, lookup, track
@@ -627,6 +627,10 @@ def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, 
         code = getattr(f, "__code__", None)
         where = SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
         own = _drop_tilelang_keywords(options, where)
+        unknown = sorted(set(own) - set(known_options()))
+        if unknown:
+            raise CompileError(f"unknown option(s) for tilemlir.jit: {', '.join(unknown)} (known: "
+                               f"{', '.join(['out_idx', 'target', 'pass_configs', *known_options()])})", where)
         merged = {**options_from_pass_configs(pass_configs, where), **own}
         return JitFunction(f, out_idx, _jit_target(target, where), merged)
 

@@ -61,6 +61,11 @@ TMA_ARCHS = ("sm_90a",)
 _INDEX_BITS = {"cuda": (32, 64), "cpu": (64,)}
 
 
+def known_options() -> list[str]:
+    """Every option some target takes."""
+    return sorted({f.name for record in _RECORDS.values() for f in dataclasses.fields(record)})
+
+
 def options_for(target: str, options: Mapping[str, Any]) -> TargetOptions:
     """The options record of `target` from keyword options; a CompileError names a bad one."""
     if target not in _RECORDS:

@@ -430,3 +430,16 @@ def test_an_interpreted_cuda_kernel_runs_on_numpy_arrays(tmp_path, monkeypatch, 
     y = module.scale(x, 2.5, stream=None)
     assert module.scale.compile().level == level
     assert np.array_equal(y, x * np.float32(2.5))
+
+
+def test_a_jit_option_no_target_knows_is_located_at_the_decorated_function():
+    """A keyword of @tilemlir.jit that is no option of any target (a typo for out_idx here) fails where the
+    kernel is defined, not later inside lower or compile."""
+    def factory(block=128):
+        return None
+
+    line = factory.__code__.co_firstlineno
+    with pytest.raises(CompileError, match=r"unknown option\(s\) for tilemlir.jit: M \(known: out_idx, target, "
+                                           r"pass_configs, arch, ") as info:
+        tilemlir.jit(M=[-1])(factory)
+    assert info.value.location.file == __file__ and info.value.location.line == line
