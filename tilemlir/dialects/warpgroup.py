@@ -20,6 +20,8 @@
   of the warpgroup's batches are in flight (only then may c be read, or A and B be overwritten).
 - `tile.fence_proxy_async()`: `fence.proxy.async.shared::cta`, ordering the thread's
   generic-proxy shared accesses (stores, cp.async) with async-proxy ones (wgmma's reads, TMA).
+- `tile.named_barrier() {id = B, threads = N}`: `bar.sync B, N`, a barrier of the N threads (whole warps)
+  that reach barrier B, the rest of the block not waiting (warp-specialize's consumer-only syncs).
 - `tile.setmaxnreg() {action = "inc" | "dec", count = N}`: `setmaxnreg.{action}.sync.aligned.u32 N`,
   the warpgroup's per-thread register maximum raised to (taking from the block's pool, blocking
   until it holds enough) or lowered to (giving back) N, a multiple of 8 in 24..256; every warp of
@@ -226,6 +228,33 @@ class FenceProxyAsyncOp(Tile.Operation, name="fence_proxy_async"):
 
 WARP_ROLES = "tile.warp_roles"  # on warp-specialize's role split (an scf.if): the consumer thread count
 ENTRY_REGISTERS = "tile.entry_registers"  # on a gpu.launch with setmaxnreg: the per-thread registers it starts with
+NAMED_BARRIERS = 16  # barrier 0 is __syncthreads()'s
+
+
+class NamedBarrierOp(Tile.Operation, name="named_barrier"):
+    """`bar.sync id, threads`: the `threads` threads (whole warps) that reach barrier `id` wait for each other.
+
+        "tile.named_barrier"() {id = 1 : i64, threads = 256 : i64} : () -> ()
+    """
+
+    id: ir.IntegerAttr
+    threads: ir.IntegerAttr
+
+    @_checked
+    def verify_invariants(self):
+        barrier, threads = _int_attr(self, "id"), _int_attr(self, "threads")
+        if barrier is None or not 1 <= barrier < NAMED_BARRIERS:
+            return f"'id' must be an integer in 1..{NAMED_BARRIERS - 1} (0 is __syncthreads()'s), got " \
+                   f"{self.operation.attributes['id']}"
+        if threads is None or threads < 32 or threads % 32:
+            return f"'threads' must be a positive multiple of 32 (whole warps), got {self.operation.attributes['threads']}"
+        return _launch_problem(self)
+
+
+def named_barrier(barrier: int, threads: int, *, loc=None, ip=None) -> NamedBarrierOp:
+    return NamedBarrierOp(_i64(barrier), _i64(threads), loc=loc, ip=ip)
+
+
 SETMAXNREG_ACTIONS = ("inc", "dec")
 SETMAXNREG_RANGE = (24, 256)
 

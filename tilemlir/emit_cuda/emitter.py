@@ -466,6 +466,7 @@ _HANDLERS = {
     "tile.fence_proxy_async": lambda emitter, op: emitter.warpgroup.fence(op),
     "tile.wgmma_wait": lambda emitter, op: emitter.warpgroup.wait(op),
     "tile.setmaxnreg": lambda emitter, op: emitter.warpgroup.setmaxnreg(op),
+    "tile.named_barrier": lambda emitter, op: emitter.warpgroup.named_barrier(op),
     "scf.for": KernelEmitter._for,
     "scf.if": KernelEmitter._if,
     **async_copy.HANDLERS,

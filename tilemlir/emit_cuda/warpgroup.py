@@ -7,7 +7,7 @@ kernel uses it:
     tl_wgmma_m64n128k16_f32_bf16_kn(C_f + 64, A_s_desc, B_s_desc);
     tl_wgmma_m64n128k32_f32_e4m3_e4m3(C_f, A_s_desc, B_s_desc);   (fp8: K-major, no imm-trans)
     tl_wgmma_fence(); tl_wgmma_commit(); tl_wgmma_wait<0>(); tl_fence_proxy_async();
-    tl_setmaxnreg_dec<40>(); tl_setmaxnreg_inc<232>();
+    tl_setmaxnreg_dec<40>(); tl_setmaxnreg_inc<232>(); tl_named_barrier<1, 256>();
 
 The wgmma helper takes the accumulator as `float*` and binds its n / 2 elements as `"+f"` operands, so
 with a constant offset (the loops around it unrolled) they stay registers; the trans flags are
@@ -44,6 +44,11 @@ _SETMAXNREG = """\
 template <int N> __device__ __forceinline__ void tl_setmaxnreg_{action}() {{
   asm volatile("setmaxnreg.{action}.sync.aligned.u32 %0;" :: "n"(N));
 }}"""
+
+_NAMED_BARRIER = """\
+template <int ID, int THREADS> __device__ __forceinline__ void tl_named_barrier() {
+  asm volatile("bar.sync %0, %1;" :: "n"(ID), "n"(THREADS) : "memory");
+}"""
 
 _WAIT = """\
 template <int N> __device__ __forceinline__ void tl_wgmma_wait() {
@@ -120,3 +125,8 @@ class WarpgroupStatements:
         name = f"tl_setmaxnreg_{action}"
         self._cx.prelude.helper_text(name, _SETMAXNREG.format(action=action))
         self._cx.out.line(f"{name}<{ir.IntegerAttr(op.attributes['count']).value}>();")
+
+    def named_barrier(self, op: ir.Operation) -> None:
+        self._cx.prelude.helper_text("tl_named_barrier", _NAMED_BARRIER)
+        barrier, threads = (ir.IntegerAttr(op.attributes[name]).value for name in ("id", "threads"))
+        self._cx.out.line(f"tl_named_barrier<{barrier}, {threads}>();")

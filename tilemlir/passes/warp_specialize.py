@@ -25,9 +25,12 @@ one per iteration in it for tile t + D) feed it. Gives (docs/tensor_cores.md, "W
   its maximum to 40 and the consumers raise theirs by what it gave back; the launch records the entry
   count (`tile.entry_registers`), which the driver checks against the cubin.
 
+- every other `gpu.barrier` the consumers reach (after the loop: an epilogue through shared memory)
+  becomes `tile.named_barrier {id = 1, threads = T}`, a barrier of the consumers alone.
+
 What it cannot split is a located error: a loop that also has cp.async ring copies (their commit groups
-need every thread), producer work that depends on the thread id, a launch with more than one TMA loop or
-with other `gpu.barrier`s the consumers would reach without the producer (no named barriers yet).
+need every thread), producer work that depends on the thread id, a launch with more than one TMA loop,
+a consumer barrier over threads that are not whole warps.
 Without `enable` (the compile option `warp_specialize=True`) the pass does nothing.
 """
 
@@ -46,6 +49,7 @@ from tilemlir.rewriting.thread_builder import Builder
 
 PRODUCER_THREADS = 128  # one warpgroup
 WARP = 32
+CONSUMER_BARRIER = 1  # the named barrier of the consumers' own syncs (0 is __syncthreads())
 PRODUCER_REGISTERS = 40  # a TMA issuer holds a few indices
 REGISTER_FILE = 65536  # 32-bit registers of one SM, which one block of the split launch has to itself
 EMPTY_BARRIERS = "empty"
@@ -260,8 +264,7 @@ class _Split:
         _erase_dead(block)
         for op in walk_ops_in(block):
             if op.name == "gpu.barrier":
-                raise diag.error(op, "warp-specialize: the consumers would sync here without the producer "
-                                     "warpgroup (named barriers over the consumers are not implemented)")
+                self._consumer_barrier(op)
         waits = [op for op in walk_ops(loop) if op.name == "tile.wgmma_wait" and operation(op.parent) == loop]
         body = loop.regions[0].blocks[0]
         last = operation(list(body.operations)[-1])
@@ -280,6 +283,14 @@ class _Split:
         with b.if_(arrives) as arrive:
             bulk_copy.mbarrier_arrive(empty, arrive.rem(arrive.sub(t, pending), self.stages), loc=loop.location,
                                       ip=arrive.ip)
+
+    def _consumer_barrier(self, barrier: ir.Operation) -> None:
+        """A barrier among the consumers (an epilogue through shared memory): the producer never reaches it."""
+        if self.threads % WARP:
+            raise diag.error(barrier, f"warp-specialize: a barrier among {self.threads} consumer threads needs "
+                                      f"whole warps (a named barrier counts warps)")
+        warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=barrier.location, ip=ir.InsertionPoint(barrier))
+        barrier.erase()
 
     def _widen_launch(self) -> None:
         b = Builder(ir.InsertionPoint(self.launch), self.launch.location, self.launch.block, {})

@@ -214,3 +214,39 @@ func.func @setmaxnreg_outside_launch() {
   "tile.setmaxnreg"() {action = "dec", count = 40 : i64} : () -> ()
   return
 }
+
+// -----
+
+func.func @named_barrier_zero() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.named_barrier' op 'id' must be an integer in 1..15 (0 is __syncthreads()'s), got 0 : i64}}
+    "tile.named_barrier"() {id = 0 : i64, threads = 128 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @named_barrier_id_too_big() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.named_barrier' op 'id' must be an integer in 1..15 (0 is __syncthreads()'s), got 16 : i64}}
+    "tile.named_barrier"() {id = 16 : i64, threads = 128 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @named_barrier_partial_warp() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.named_barrier' op 'threads' must be a positive multiple of 32 (whole warps), got 100 : i64}}
+    "tile.named_barrier"() {id = 1 : i64, threads = 100 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}

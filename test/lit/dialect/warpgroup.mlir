@@ -19,6 +19,8 @@ func.func @warpgroup_ops() {
     "tile.fence_proxy_async"() : () -> ()
     // CHECK: "tile.setmaxnreg"() {action = "inc", count = 232 : i64} : () -> ()
     "tile.setmaxnreg"() {action = "inc", count = 232 : i64} : () -> ()
+    // CHECK: "tile.named_barrier"() {id = 1 : i64, threads = 128 : i64} : () -> ()
+    "tile.named_barrier"() {id = 1 : i64, threads = 128 : i64} : () -> ()
     // CHECK: "tile.wgmma_fence"() : () -> ()
     "tile.wgmma_fence"() : () -> ()
     // CHECK: "tile.wgmma"(%[[DA]], %{{.+}}, %{{.+}}) {c_offset = 64 : i64, n = 128 : i64, operand_type = "bf16", trans_a = false, trans_b = true} : (i64, i64, memref<128xf32, "local">) -> ()

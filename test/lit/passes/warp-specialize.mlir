@@ -138,6 +138,10 @@
 // CHECK: } else {
 // CHECK-NEXT: "tile.setmaxnreg"() {action = "inc", count = 232 : i64}
 // CHECK-NEXT: scf.for
+// A barrier after the loop is the consumers' own: named barrier 1 of their 256 threads.
+// CHECK: } {tile.num_stages = 2 : i64}
+// CHECK-NEXT: "tile.named_barrier"() {id = 1 : i64, threads = 256 : i64}
+// CHECK-NEXT: memref.load
 // CHECK: gpu.terminator
 // CHECK-NEXT: } {tile.entry_registers = 168 : i64}
   func.func @two_consumer_warpgroups(%arg0: memref<?x64xbf16>) attributes {tile.arg_names = ["A"], tile.entry, tile.tensor_maps = {A_map = {box = [64, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
@@ -192,6 +196,8 @@
         %9 = arith.remui %arg13, %c2 : index
         %10 = memref.load %alloca_3[%9, %c0, %c0] : memref<2x64x64xbf16, "shared">
       } {tile.num_stages = 2 : i64}
+      gpu.barrier
+      %last = memref.load %alloca_3[%c0, %c0, %c0] : memref<2x64x64xbf16, "shared">
       gpu.terminator
     }
     return

@@ -13,7 +13,8 @@ iteration t (the wait for tile t, its reads, the release of tile t - P).
   elected issuer's role, and its `empty` waits on every thread: in this schedule they hold for all
   threads at once, and a wait that never holds is the deadlock it would be on the GPU.
 - Each role's code before its loop runs before the fused loop, the producer's first; the consumers'
-  code after their loop runs after it. Both loops must have the same bounds (the producer's is the
+  code after their loop runs after it, their named barrier (`tile.named_barrier`) as the shrunk
+  launch's block barrier. Both loops must have the same bounds (the producer's is the
   consumers' loop reduced to its issues); their loop-carried values (ring slots) are both carried.
 
 Still checked: every `full` and `empty` wait (a wrong parity, a missing arrival, bytes never
@@ -57,6 +58,7 @@ def fuse(launch: ir.Operation) -> None:
     role.erase()
     for op in _issues(launch):
         _elect(op, issuer)
+    _consumer_barriers(launch, consumers)
     _shrink(launch, consumers)
 
 
@@ -146,6 +148,25 @@ def _elect(op: ir.Operation, issuer: ir.Value) -> None:
         with ir.InsertionPoint(guard.then_block):
             scf.YieldOp([])
     op.move_before(operation(list(guard.then_block.operations)[0]))
+
+
+def _consumer_barriers(launch: ir.Operation, consumers: int) -> None:
+    """The consumers' named barrier is the block barrier of the shrunk launch."""
+    found = []
+
+    def visit(op):
+        if op.name == "tile.named_barrier":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    launch.walk(visit)
+    for op in found:
+        if ir.IntegerAttr(op.attributes["threads"]).value != consumers:
+            raise diag.error(op, f"cannot simulate a named barrier of {ir.IntegerAttr(op.attributes['threads']).value}"
+                                 f" threads in a launch of {consumers} consumers")
+        with op.location, ir.InsertionPoint(op):
+            gpu.barrier()
+        op.erase()
 
 
 def _shrink(launch: ir.Operation, threads: int) -> None:
