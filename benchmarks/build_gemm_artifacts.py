@@ -40,6 +40,11 @@ MANIFEST = "manifest.json"
 # Everything that travels with a GPU call, the TileLang bundle (37 MB) and the repository included,
 # must stay under 64 MiB.
 SIZE_WARNING = 24 * 2**20
+# examples/gemm.py's arguments and compile options that won on an H100 (benchmarks/RESULTS.md, session 13):
+# 128 x 256 tiles on two warpgroups, 4 TMA-fed stages, rasterized in panels of 10
+TUNED_KERNEL_ARGS = {"block_M": 128, "block_N": 256, "block_K": 64, "threads": 256, "num_stages": 4,
+                     "enable_rasterization": True, "panel_size": 10}
+TUNED_COMPILE_ARGS = {"tensor_cores": "wgmma", "tma": True}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JSON object of extra factory arguments (block_M, block_K, num_stages, threads, ...)")
     parser.add_argument("--compile-args", type=json.loads, default={},
                         help="JSON object of compile options (e.g. {\"tensor_cores\": \"wgmma\"})")
+    parser.add_argument("--tuned", action="store_true",
+                        help="start from the config that won on the GPU (TUNED_KERNEL_ARGS, TUNED_COMPILE_ARGS; "
+                             "benchmarks/RESULTS.md, session 13); --kernel-args / --compile-args override its keys")
     parser.add_argument("--clean", action="store_true", help="remove the artifact root first")
     return parser
 
@@ -156,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     for flag, value in (("--kernel-args", args.kernel_args), ("--compile-args", args.compile_args)):
         if not isinstance(value, dict):
             parser.error(f"{flag} must be a JSON object")
+    if args.tuned:
+        args.kernel_args = {**TUNED_KERNEL_ARGS, **args.kernel_args}
+        args.compile_args = {**TUNED_COMPILE_ARGS, **args.compile_args}
     try:
         cases = gemm_cases.select_cases(split_list(args.dtypes), split_list(args.shapes))
         ids = gemm_cases.artifact_ids(cases)

@@ -418,3 +418,16 @@ def test_carry_line_adds_the_repository_the_wheels_and_the_artifacts(tmp_path, m
     (tmp_path / ".whl" / "bundle.tar.xz").write_bytes(b"x" * 2**20)
     monkeypatch.setattr(build_gemm_artifacts, "ROOT", tmp_path)  # not a git checkout
     assert build_gemm_artifacts.carry_line(0) == "artifacts 0.0 MiB + .whl 1.0 MiB (+ the repository) of 64 MiB"
+
+
+def test_builder_starts_from_the_tuned_config(tmp_path):
+    """--tuned builds examples/gemm.py with the config that won on the GPU; explicit --kernel-args keys win."""
+    assert build_gemm_artifacts.main(["--out", str(tmp_path), "--shapes", "64x256x128", "--dtypes", "bf16", "--tuned",
+                                      "--kernel-args", '{"num_stages": 2}']) == 0
+    entry = json.loads((tmp_path / "manifest.json").read_text())["artifacts"]["gemm_bf16_n256_k128"]
+    assert entry["kwargs"] == {"N": 256, "K": 128, "dtype": "bfloat16",
+                               **build_gemm_artifacts.TUNED_KERNEL_ARGS, "num_stages": 2}
+    assert entry["compile_options"] == {"tensor_cores": "wgmma", "tma": True}
+    (device_source,) = [p for p in (tmp_path / "gemm_bf16_n256_k128").glob("*.cu") if not p.stem.endswith("_host")]
+    source = device_source.read_text()
+    assert "tl_tma_load_2d(" in source and "tl_wgmma_m64n256k16_" in source
