@@ -110,6 +110,12 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return found
 
 
+def set_launch_block_x(launch: ir.Operation, size: ir.Value) -> None:
+    """Make `size` the x block size of gpu.launch `launch`. By operand position (after the async
+    dependencies and the three grid sizes): the same SSA value may also be one of the grid sizes."""
+    launch.operands[len(launch.opview.asyncDependencies) + 3] = size
+
+
 def entry_function(module, consumer: str) -> ir.Operation:
     """The kernel function: the one `func.func` marked `tile.entry`, else the module's only one.
     `consumer` names who asks, for the error when there is no single candidate."""

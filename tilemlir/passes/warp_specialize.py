@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
 from tilemlir.dialects.tile import SHARED
-from tilemlir.ir_util import constant_int, operation, ops_named, walk_ops
+from tilemlir.ir_util import constant_int, operation, ops_named, set_launch_block_x, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
@@ -294,12 +294,7 @@ class _Split:
 
     def _widen_launch(self) -> None:
         b = Builder(ir.InsertionPoint(self.launch), self.launch.location, self.launch.block, {})
-        size = b.index(self.threads + PRODUCER_THREADS)
-        block_x = self.launch.opview.blockSizeX
-        for i, operand in enumerate(self.launch.operands):
-            if operand == block_x:
-                self.launch.operands[i] = size
-                break
+        set_launch_block_x(self.launch, b.index(self.threads + PRODUCER_THREADS))
         bound = ir.IntegerAttr.get(ir.IndexType.get(), self.threads + PRODUCER_THREADS)
         for op in walk_ops(self.launch):
             if op.name == "gpu.thread_id" and not _within(op, self.role):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.warpgroup import WARP_ROLES
-from tilemlir.ir_util import constant_int, operation
+from tilemlir.ir_util import constant_int, operation, ops_named, set_launch_block_x
 from tilemlir.mlir import arith, gpu, ir, scf
 
 _ISSUES = ("tile.mbarrier_arrive_expect_tx", "tile.tma_load")
@@ -56,10 +56,11 @@ def fuse(launch: ir.Operation) -> None:
     for op in consumer_ops[consumer_ops.index(consumer_loop) + 1:]:
         op.move_before(role)
     role.erase()
-    for op in _issues(launch):
+    for op in ops_named(launch, *_ISSUES):
         _elect(op, issuer)
     _consumer_barriers(launch, consumers)
-    _shrink(launch, consumers)
+    with launch.location, ir.InsertionPoint(launch):
+        set_launch_block_x(launch, _index(consumers))
 
 
 def _producer_ops(role: ir.Operation) -> list[ir.Operation]:
@@ -77,24 +78,11 @@ def _producer_ops(role: ir.Operation) -> list[ir.Operation]:
 
 
 def _role_loop(role: ir.Operation, ops: list[ir.Operation], whose: str) -> ir.Operation:
-    loops = [op for op in ops if op.name == "scf.for" and _holds_wait(op)]
+    loops = [op for op in ops if op.name == "scf.for" and ops_named(op, "tile.mbarrier_wait")]
     if len(loops) != 1:
         raise diag.error(role, f"cannot simulate this warp-specialized launch: the {whose} code has {len(loops)} "
                                f"loops with mbarrier waits, not one")
     return loops[0]
-
-
-def _holds_wait(op: ir.Operation) -> bool:
-    found = []
-
-    def visit(inner):
-        if inner.name == "tile.mbarrier_wait":
-            found.append(inner)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return bool(found)
 
 
 def _check_same_bounds(producer: ir.Operation, consumer: ir.Operation) -> None:
@@ -129,18 +117,6 @@ def _fuse_loops(producer: ir.Operation, consumer: ir.Operation, at: ir.Operation
     return fused.operation
 
 
-def _issues(launch: ir.Operation) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name in _ISSUES:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    launch.walk(visit)
-    return found
-
-
 def _elect(op: ir.Operation, issuer: ir.Value) -> None:
     """`op` inside an `scf.if` on thread 0, where it stands."""
     with op.location, ir.InsertionPoint(op):
@@ -152,32 +128,13 @@ def _elect(op: ir.Operation, issuer: ir.Value) -> None:
 
 def _consumer_barriers(launch: ir.Operation, consumers: int) -> None:
     """The consumers' named barrier is the block barrier of the shrunk launch."""
-    found = []
-
-    def visit(op):
-        if op.name == "tile.named_barrier":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    launch.walk(visit)
-    for op in found:
+    for op in ops_named(launch, "tile.named_barrier"):
         if ir.IntegerAttr(op.attributes["threads"]).value != consumers:
             raise diag.error(op, f"cannot simulate a named barrier of {ir.IntegerAttr(op.attributes['threads']).value}"
                                  f" threads in a launch of {consumers} consumers")
         with op.location, ir.InsertionPoint(op):
             gpu.barrier()
         op.erase()
-
-
-def _shrink(launch: ir.Operation, threads: int) -> None:
-    view = launch.opview
-    block_x = view.blockSizeX
-    with launch.location, ir.InsertionPoint(launch):
-        size = _index(threads)
-    for i, operand in enumerate(launch.operands):
-        if operand == block_x:
-            launch.operands[i] = size
-            return
 
 
 def _index(value: int) -> ir.Value:
