@@ -253,9 +253,10 @@ def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dt
 
 
 def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=False, dtype="bfloat16",
-                threads=128, num_stages=3):
+                threads=128, num_stages=3, shared_epilogue=False):
     """A jit GEMM C = op(A) @ op(B) whose tensors' inner dims are the static n and k (and m when A is stored
-    K x M), M run-time otherwise: the strides a tensor map needs known (the TMA tests compile it)."""
+    K x M), M run-time otherwise: the strides a tensor map needs known (the TMA tests compile it).
+    `shared_epilogue`: C goes to global memory through a shared tile."""
     M = m if trans_a else T.symbolic("M")
     a_shape = (k, M) if trans_a else (M, k)
     b_shape = (n, k) if trans_b else (k, n)
@@ -279,6 +280,11 @@ def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=
                 else:
                     T.copy(B[ko * block_K, bx * block_N], B_s)
                 T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
-            T.copy(C_f, C[by * block_M, bx * block_N])
+            if shared_epilogue:
+                C_s = T.alloc_shared((block_M, block_N), "float32")
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_f, C[by * block_M, bx * block_N])
 
     return gemm

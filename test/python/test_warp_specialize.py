@@ -10,8 +10,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import tilemlir
-import tilemlir.language as T
 from support import static_gemm
 from tilemlir import driver
 from tilemlir.backends.cpu.kernel import SimulationError
@@ -116,32 +114,10 @@ def test_a_producer_waiting_for_the_wrong_phase_is_a_deadlock(rng, monkeypatch):
         kernel(*operands(rng, 72, 72, 520))
 
 
-def shared_epilogue_gemm(n, k, block=64):
-    """A GEMM whose result goes to global memory through a shared tile: the consumers sync among themselves."""
-    M = T.symbolic("M")
-
-    @tilemlir.jit(out_idx=[2])
-    def gemm(A: T.Tensor((M, k), "bfloat16"), B: T.Tensor((k, n), "bfloat16"), C: T.Tensor((M, n), "bfloat16")):
-        with T.Kernel(T.ceildiv(n, block), T.ceildiv(M, block), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block, block), "bfloat16")
-            B_s = T.alloc_shared((block, block), "bfloat16")
-            C_f = T.alloc_fragment((block, block), "float32")
-            C_s = T.alloc_shared((block, block), "bfloat16")
-            T.clear(C_f)
-            for ko in T.Pipelined(T.ceildiv(k, block), num_stages=3):
-                T.copy(A[by * block, ko * block], A_s)
-                T.copy(B[ko * block, bx * block], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * block, bx * block])
-
-    return gemm
-
-
 def test_an_epilogue_through_shared_memory_syncs_the_consumers_alone(rng):
     """The barrier between the shared tile's writes and reads becomes named barrier 1 of the 128 consumers
     (bar.sync 1, 128: the producer warpgroup never reaches it); simulated, the kernel equals the unsplit one."""
-    fn = shared_epilogue_gemm(72, 520)
+    fn = static_gemm(64, 64, 64, n=72, k=520, m=72, shared_epilogue=True)
     ws, plain = ws_and_plain(fn)
     a, b = operands(rng, 72, 72, 520)
     assert np.array_equal(ws(a, b), plain(a, b))
