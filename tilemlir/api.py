@@ -627,10 +627,11 @@ def jit(fn: Callable | None = None, *, out_idx=None, target: str | None = None, 
         code = getattr(f, "__code__", None)
         where = SourceLocation(code.co_filename, code.co_firstlineno, 1) if code else None
         own = _drop_tilelang_keywords(options, where)
-        unknown = sorted(set(own) - set(known_options()))
+        known = known_options()
+        unknown = sorted(set(own) - set(known))
         if unknown:
             raise CompileError(f"unknown option(s) for tilemlir.jit: {', '.join(unknown)} (known: "
-                               f"{', '.join(['out_idx', 'target', 'pass_configs', *known_options()])})", where)
+                               f"{', '.join(['out_idx', 'target', 'pass_configs', *known])})", where)
         merged = {**options_from_pass_configs(pass_configs, where), **own}
         return JitFunction(f, out_idx, _jit_target(target, where), merged)
 
