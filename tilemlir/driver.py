@@ -22,7 +22,7 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.options import (CpuOptions, CudaOptions, TargetOptions, tensor_core_instruction, use_tma,
+from tilemlir.options import (CpuOptions, CudaOptions, TargetOptions, persistent_blocks, tensor_core_instruction, use_tma,
                               use_warp_specialization)
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
@@ -51,7 +51,8 @@ class _Dumper:
         self.count += 1
 
 
-def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_specialize: bool) -> list:
+def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_specialize: bool,
+                    persistent_blocks: int) -> list:
     passes: list = list(STAGE_PIPELINES[stage])
     if instruction != "mma_sync":
         from tilemlir.passes.select_mma import SelectMmaOptions
@@ -65,7 +66,7 @@ def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_special
     if warp_specialize:
         from tilemlir.passes.warp_specialize import WarpSpecializeOptions
 
-        split = WarpSpecializeOptions(enable=True)
+        split = WarpSpecializeOptions(enable=True, persistent_blocks=persistent_blocks)
         passes = [("warp-specialize", split) if p == "warp-specialize" else p for p in passes]
     return passes
 
@@ -77,12 +78,12 @@ def _dumper(module: ir.Module) -> _Dumper:
 
 def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
                instruction: str | None = "mma_sync", tma: bool = False,
-               warp_specialize: bool = False) -> tuple[dict[str, str], dict[str, float]]:
+               warp_specialize: bool = False, persistent_blocks: int = 0) -> tuple[dict[str, str], dict[str, float]]:
     """Run every stage up to `until` in place; the IR text after each stage and each stage's seconds.
     `dumper` continues the numbering of a dump begun by the caller; `instruction` is the tensor-core
     instruction select-mma tries first ("mma_sync" or "wgmma"; None: every gemm on CUDA cores); `tma`
     makes plan-pipeline give ring copies TMA can run to TMA; `warp_specialize` gives them to a producer
-    warpgroup (warp-specialize)."""
+    warpgroup (warp-specialize), on a persistent grid of at most `persistent_blocks` blocks when not 0."""
     if until not in STAGES:
         raise CompileError(f"unknown stage '{until}' (known stages: {', '.join(STAGES)})")
     dumper = dumper or _dumper(module)
@@ -92,7 +93,7 @@ def run_stages(module: ir.Module, until: str, dumper: _Dumper | None = None,
     for stage in STAGES:
         start = time.perf_counter()
         if STAGE_PIPELINES[stage]:
-            run_pipeline(module, _stage_pipeline(stage, instruction, tma, warp_specialize), after_pass=dumper.after_pass)
+            run_pipeline(module, _stage_pipeline(stage, instruction, tma, warp_specialize, persistent_blocks), after_pass=dumper.after_pass)
         seconds[stage] = time.perf_counter() - start
         texts[stage] = _text(module)
         if stage == until:
@@ -107,14 +108,15 @@ def lower_module(module: ir.Module, stage: str, options: TargetOptions) -> str:
 
 
 def _lowering_choices(options: TargetOptions) -> dict[str, Any]:
-    """run_stages' `instruction`, `tma` and `warp_specialize` for a compile with `options` (CUDA: for the arch it builds for)."""
+    """run_stages' lowering choices for a compile with `options` (CUDA: for the arch it builds for)."""
     arch = None
     if isinstance(options, CudaOptions):
         from tilemlir.runtime.nvrtc import resolve_arch
 
         arch = resolve_arch(options.arch)
     return {"instruction": tensor_core_instruction(options.tensor_cores, arch), "tma": use_tma(options.tma, arch),
-            "warp_specialize": use_warp_specialization(options.warp_specialize, options.tma)}
+            "warp_specialize": use_warp_specialization(options.warp_specialize, options.tma),
+            "persistent_blocks": persistent_blocks(options.persistent, options.warp_specialize, arch)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,7 +33,17 @@ MAX_SHARED_BYTES_PER_BLOCK = {
     120: 99 * KIB, 121: 99 * KIB,
 }
 
+# Multiprocessors of the data-center part of an arch (H100 SXM and H200: 132; H100 PCIe has 114), the
+# default size of a persistent grid.
+SM_COUNT = {80: 108, 90: 132, 100: 148}
+
 _ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)[a-z]?$")
+
+
+def sm_count(arch: str) -> int | None:
+    """The multiprocessors `SM_COUNT` gives `arch`, None when it gives none."""
+    match = _ARCH.match(arch.strip())
+    return SM_COUNT.get(int(match.group(1))) if match else None
 
 
 def max_shared_bytes(arch: str) -> int | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from tilemlir.diagnostics import CompileError
+from tilemlir.hardware import sm_count
 
 TARGETS = ("cuda", "cpu")
 CPU_LEVELS = ("tile", "thread")
@@ -37,6 +38,9 @@ class CudaOptions:
     # with tma=True: one producer warpgroup (thread ids >= threads) issues the TMA boxes, the user's threads
     # consume (wait full[s], wgmma, arrive empty[s]); passes/warp_specialize.py
     warp_specialize: bool = False
+    # with warp_specialize=True: a grid of at most this many blocks (True: the arch's SM count), each walking
+    # the tiles in a loop whose producer fills the next tile's stages during the epilogue
+    persistent: bool | int = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class CpuOptions:
     tensor_cores: bool | str = True
     tma: bool = False  # as for CUDA: the thread level simulates the TMA pipeline
     warp_specialize: bool = False  # as for CUDA (needs tma=True)
+    persistent: bool | int = False  # as for CUDA (True: sm_90a's SM count)
 
 
 TargetOptions = CudaOptions | CpuOptions
@@ -94,6 +99,9 @@ def _check(target: str, name: str, value: Any) -> None:
                            f"for the current device's, got {value!r}")
     elif name == "index_bits":
         _check_index_bits(target, value)
+    elif name == "persistent" and not isinstance(value, bool) and (type(value) is not int or value < 1):
+        raise CompileError(f"option persistent for target '{target}' must be True, False or a positive number of "
+                           f"blocks, got {value!r}")
     elif name == "level" and value not in CPU_LEVELS:
         raise CompileError(f"CPU option level must be one of {', '.join(CPU_LEVELS)}, got {value!r}")
 
@@ -127,6 +135,23 @@ def use_warp_specialization(warp_specialize: bool, tma: bool) -> bool:
         raise CompileError("option warp_specialize=True needs tma=True (sm_90a): the producer warpgroup issues "
                            "the TMA ring copies")
     return warp_specialize
+
+
+def persistent_blocks(persistent: bool | int, warp_specialize: bool, arch: str | None) -> int:
+    """The persistent grid's most blocks for the option `persistent` (0: not persistent); True is the SM count
+    of `arch` (None: the CPU target, which simulates sm_90a's). It needs the warp-specialized schedule."""
+    if persistent is False:
+        return 0
+    if not warp_specialize:
+        raise CompileError("option persistent needs warp_specialize=True: the producer warpgroup fills the next "
+                           "tile's stages while the consumers store the last one")
+    if persistent is not True:
+        return persistent
+    count = sm_count(arch or "sm_90a")
+    if count is None:
+        raise CompileError(f"option persistent=True: no SM count is known for {arch}; give the number of blocks "
+                           f"(persistent=N)")
+    return count
 
 
 def _check_index_bits(target: str, value: Any) -> None:

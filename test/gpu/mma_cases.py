@@ -114,6 +114,11 @@ WS_CASES = {
                                             n=1000, k=1000),
     "ws_wgmma_bf16_128x256x64": dict(block_M=128, block_N=256, block_K=64, threads=256, dtype="bfloat16",
                                      num_stages=3, n=1024, k=1040),
+    # persistent: a grid of the SM count walking the tiles; and 7 blocks, each through many tiles of a ragged grid
+    "ws_persistent_bf16_128x256x64_4096": dict(block_M=128, block_N=256, block_K=64, threads=256, dtype="bfloat16",
+                                               num_stages=4, n=4096, k=4096, persistent=True),
+    "ws_persistent_bf16_128x128x64_ragged": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16",
+                                                 num_stages=3, n=1000, k=1000, persistent=7),
 }
 WS_WGMMA = (*TMA_WGMMA, "tl_mbarrier_arrive(")
 # fp8 wgmma m64nNk32 (K-major A and B: B stored N x K): 128/64/32-byte rows, mixed kinds, two warpgroups
@@ -146,9 +151,9 @@ FP8_GEMM_EXAMPLE = ExampleCase("fp8_gemm_7168x2048", "fp8_gemm", "fp8_gemm", {"N
 def compile_case(name: str):
     import tilemlir
 
-    params = {**MMA_CASES, **WGMMA_CASES, **TMA_CASES, **FP8_WGMMA_CASES, **WS_CASES}[name]
+    params = dict({**MMA_CASES, **WGMMA_CASES, **TMA_CASES, **FP8_WGMMA_CASES, **WS_CASES}[name])
     wgmma = name not in MMA_CASES and not (name in TMA_CASES and "_mma_" in name)
-    split = {"warp_specialize": True} if name in WS_CASES else {}
+    split = {"warp_specialize": True, "persistent": params.pop("persistent", False)} if name in WS_CASES else {}
     kernel = tilemlir.compile(gemm_prim_func(**params), target="cuda", arch="sm_90a",
                               tensor_cores="wgmma" if wgmma else "mma_sync", tma=name in TMA_CASES or name in WS_CASES,
                               **split)

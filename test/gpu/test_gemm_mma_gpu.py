@@ -142,6 +142,20 @@ def test_warp_specialized_ragged_and_two_consumer_warpgroups(name, n, k):
     assert run(mma_kernel(name), 1031, n, k, False, False, "bfloat16", "float32") <= 1e-4
 
 
+@pytest.mark.parametrize("m", [4096, 4095, 129])
+def test_persistent_warp_specialized_wgmma(m):
+    """persistent=True: 132 blocks walk the tiles; each role's ring counts the k tiles of its whole schedule."""
+    assert run(mma_kernel("ws_persistent_bf16_128x256x64_4096"), m, 4096, 4096, False, False, "bfloat16",
+               "float32") <= 1e-4
+
+
+def test_persistent_on_few_blocks_with_ragged_edges():
+    """Seven blocks through 9 x 8 ragged tiles: the slots a tile's last k tiles held are released after its
+    last wgmma_wait and refilled with the next tile's first while the consumers store."""
+    assert run(mma_kernel("ws_persistent_bf16_128x128x64_ragged"), 1031, 1000, 1000, False, False, "bfloat16",
+               "float32") <= 1e-4
+
+
 def test_tma_wgmma_bias_relu_epilogue_into_bf16():
     kernel = mma_kernel("tma_wgmma_bf16_bias_relu")
     assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2

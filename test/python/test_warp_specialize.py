@@ -55,6 +55,12 @@ def test_warp_specialize_needs_tma():
         fn.compile("cuda", arch="sm_90a", tma=True, warp_specialize=1)
     with pytest.raises(CompileError, match=r"option tma=True needs arch sm_90a"):
         fn.compile("cuda", arch="sm_80", tma=True, warp_specialize=True)
+    with pytest.raises(CompileError, match=r"option persistent needs warp_specialize=True"):
+        fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, persistent=True)
+    for bad in (0, -3, 2.0, "132"):
+        with pytest.raises(CompileError, match=r"option persistent for target 'cuda' must be True, False or a "
+                                               r"positive number of blocks"):
+            fn.compile("cuda", arch="sm_90a", tma=True, warp_specialize=True, persistent=bad)
 
 
 def ws_and_plain(fn):
@@ -70,6 +76,7 @@ def operands(rng, m, n, k):
     (64, 128, 3, 72, 72, 520),  # one consumer warpgroup, every slot reused twice, ragged M and N
     (128, 256, 4, 130, 72, 200),  # two consumer warpgroups (setmaxnreg), K not a multiple of the tile
     (64, 128, 2, 64, 64, 704),  # two stages: no wgmma batch in flight, the slot released at the iteration's end
+    (128, 256, 4, 130, 72, 520),  # two consumer warpgroups reusing slots: the producer sees both retire their reads
 ])
 def test_the_simulation_runs_the_split_launch_as_the_unsplit_one(rng, block_m, threads, stages, m, n, k):
     """The CPU simulation runs the producer and the consumers in step (simulate/roles.py): bit for bit the result
@@ -80,6 +87,59 @@ def test_the_simulation_runs_the_split_launch_as_the_unsplit_one(rng, block_m, t
     got = ws(a, b)
     assert np.array_equal(got, plain(a, b))
     assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) < 1e-5
+
+
+@pytest.mark.parametrize("block_m, threads, stages, m, n, k, blocks", [
+    (64, 128, 3, 200, 136, 520, 2),  # 4 x 3 tiles on 2 blocks, 6 each: slots reused within and across tiles, ragged M
+    (128, 256, 4, 300, 72, 520, 2),  # two consumer warpgroups
+    (64, 128, 2, 64, 136, 704, 3),  # two stages: no wgmma in flight, nothing left to release after the loop
+    (64, 128, 3, 72, 72, 72, 5),  # one k tile a tile (fewer than the stages): the prologue waits on the last drain
+])
+def test_the_persistent_schedule_runs_as_the_unsplit_launch(rng, block_m, threads, stages, m, n, k, blocks):
+    """persistent=N: N blocks walk the tiles, the roles' tile loops fused in step too (simulate/roles.py); bit for
+    bit the kernel without warp specialization."""
+    fn = static_gemm(block_m, 64, 64, n=n, k=k, m=m, threads=threads, num_stages=stages)
+    options = dict(level="thread", tensor_cores="wgmma", tma=True)
+    persistent = fn.compile("cpu", warp_specialize=True, persistent=blocks, **options)
+    a, b = operands(rng, m, n, k)
+    got = persistent(a, b)
+    assert np.array_equal(got, fn.compile("cpu", **options)(a, b))
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) < 1e-5
+
+
+def test_the_persistent_grid_is_the_tiles_or_the_sm_count():
+    fn = static_gemm(128, 256, 64, n=1024, k=1040, m=72, threads=256, num_stages=4)
+    kernel = fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=True)
+    assert kernel.signature.grid == ("min((M + 127) // 128 * 4, 132)", "1", "1")
+    loops = re.findall(r"for \(long long (\w+) = bx; \1 < (\w+); \1 \+= grid_x\)", kernel.cuda_source())
+    assert len(loops) == 2  # the producer's and the consumers' tile loops
+    few = fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=7)
+    assert few.signature.grid[0] == "min((M + 127) // 128 * 4, 7)"
+
+
+def test_the_persistent_consumers_drain_each_tile(rng, monkeypatch):
+    """Without the release of a tile's last k tile after its wgmma_wait<0>, the producer's wait to refill that
+    slot for the next tile never holds: a located deadlock in the simulation."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(warp_specialize._Split, "_drain", lambda self, *args: None)
+    fn = static_gemm(64, 64, 64, n=136, k=520, m=200, num_stages=3)
+    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .*support\.py:\d+:\d+ for the "
+                                              r"phase of parity \d of mbarrier 'empty'"):
+        kernel(*operands(rng, 200, 136, 520))
+
+
+def test_persistent_rings_count_the_whole_schedule(rng, monkeypatch):
+    """Slots and phases counted from each tile's first k tile (not the block's first): the second tile's consumers
+    wait for the phase of full[0] that completed in the first tile, the producer meanwhile for a release that
+    never comes; the simulation reports the deadlock."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(warp_specialize._Split, "_count_globally", lambda self, loop, base: None)
+    fn = static_gemm(64, 64, 64, n=136, k=520, m=200, num_stages=3)
+    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+    with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .*support\.py:\d+:\d+ for the "
+                                              r"phase of parity 0 of mbarrier 'full'\[0\]"):
+        kernel(*operands(rng, 200, 136, 520))
 
 
 def test_a_slot_nobody_releases_is_a_deadlock(rng, monkeypatch):

@@ -73,6 +73,7 @@ from tilemlir.rewriting.guards import (
     set_condition,
     yield_,
 )
+from tilemlir.rewriting.persistent_tiles import TILE_LOOP_ATTR
 from tilemlir.rewriting.range_versions import Conditions
 
 _MAX_ROUNDS = 64
@@ -202,7 +203,10 @@ class _Eliminator:
         return False
 
     def _eligible(self, loop: ir.Operation) -> bool:
-        return loop not in self.restructured and _op_count(loop) <= self.options.max_loop_ops
+        """A persistent launch's tile loop is the whole kernel body: a copy would double it (and split the roles'
+        matching loops), its guards are versioned in the loops inside it."""
+        return loop not in self.restructured and _op_count(loop) <= self.options.max_loop_ops \
+            and TILE_LOOP_ATTR not in loop.attributes
 
     def _try_version(self, loop: ir.Operation, guard: ir.Operation) -> bool:
         versioned = self.stats["loops-versioned"] + self.stats["loops-range-versioned"]

@@ -38,13 +38,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.analysis.shared_layouts import RING_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
 from tilemlir.dialects.tile import SHARED
-from tilemlir.ir_util import constant_int, operation, ops_named, set_launch_block_x, walk_ops
+from tilemlir.ir_util import constant_int, defining_op, inside, operation, ops_named, set_launch_block_x, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
+from tilemlir.rewriting.persistent_tiles import TILE_LOOP_ATTR, make_persistent
 from tilemlir.rewriting.thread_builder import Builder
 
 PRODUCER_THREADS = 128  # one warpgroup
@@ -54,6 +56,8 @@ PRODUCER_REGISTERS = 40  # a TMA issuer holds a few indices
 REGISTER_FILE = 65536  # 32-bit registers of one SM, which one block of the split launch has to itself
 EMPTY_BARRIERS = "empty"
 ISSUE = "tile.mbarrier_arrive_expect_tx"
+_ISSUE_OPS = (ISSUE, "tile.tma_load")
+_RING_OPS = ("tile.mbarrier_wait", "tile.mbarrier_arrive", ISSUE, "tile.tma_load", "tile.wgmma_desc")
 _PURE_PREFIXES = ("arith.", "index.", "affine.apply", "gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
                   "gpu.block_dim", "memref.dim")
 
@@ -61,6 +65,7 @@ _PURE_PREFIXES = ("arith.", "index.", "affine.apply", "gpu.thread_id", "gpu.bloc
 @dataclass(frozen=True)
 class WarpSpecializeOptions:
     enable: bool = False  # the compile option warp_specialize=True
+    persistent_blocks: int = 0  # the compile option persistent: a grid of at most this many blocks; 0: one tile each
 
 
 @dataclass(frozen=True)
@@ -93,12 +98,13 @@ def run(module: ir.Operation, options: WarpSpecializeOptions) -> None:
     with module.context, module.location:
         for launch in ops_named(module, "gpu.launch"):
             if any(op.name == "tile.tma_load" for op in walk_ops(launch)):
-                _Split(launch).split()
+                _Split(launch, options.persistent_blocks).split()
 
 
 class _Split:
-    def __init__(self, launch: ir.Operation):
+    def __init__(self, launch: ir.Operation, persistent_blocks: int):
         self.launch = launch
+        self.persistent_blocks = persistent_blocks
         self.body = launch.regions[0].blocks[0]
         self.threads = constant_int(launch.opview.blockSizeX)
         if self.threads is None:
@@ -107,6 +113,7 @@ class _Split:
         self.stages = ir.IntegerAttr(self.loop.attributes[NUM_STAGES_ATTR]).value
         self.full = self._full()
         self.pool: dict = {}
+        self.bases: dict = {}  # per role: the k tiles its block went through before this tile (persistent)
 
     def split(self) -> None:
         init_barrier = self._init_barrier()
@@ -114,6 +121,8 @@ class _Split:
         self._hoist_shared(init_barrier)
         role = self._role_split(init_barrier)
         producer, consumer = role.regions[0].blocks[0], role.regions[1].blocks[0]
+        if self.persistent_blocks:
+            self._persist(producer, consumer)
         self._producer(producer, empty)
         self._consumer(consumer, empty)
         self.role = role
@@ -123,9 +132,10 @@ class _Split:
         if plan is not None:
             self._rebalance(plan, producer, consumer)
             registers = f", registers {plan.entry} at entry, {plan.producer} producer / {plan.consumer} consumer"
+        persistent = f", persistent on at most {self.persistent_blocks} blocks" if self.persistent_blocks else ""
         diag.remark(self.launch, f"warp-specialize: {self.threads} consumer threads (ids 0..{self.threads - 1}) "
                                  f"and a producer warpgroup (ids {self.threads}..{self.threads + PRODUCER_THREADS - 1})"
-                                 f" on {self.stages} full/empty stages{registers}")
+                                 f" on {self.stages} full/empty stages{registers}{persistent}")
 
     def _rebalance(self, plan: RegisterPlan, producer: ir.Block, consumer: ir.Block) -> None:
         """Each role's whole warpgroups change their maximum first thing (setmaxnreg's .sync.aligned)."""
@@ -222,13 +232,56 @@ class _Split:
         self.role_tid = tid
         return role
 
+    def _persist(self, producer: ir.Block, consumer: ir.Block) -> None:
+        """Both roles walk the persistent schedule's tiles; each role's base is its ordinal r times n."""
+        lower, _, step = list(self.loop.operands)[:3]
+        if constant_int(lower) != 0 or constant_int(step) != 1:
+            raise diag.error(self.loop, "persistent: the pipelined loop must count its k tiles from 0 in steps of 1")
+        ordinals = make_persistent(self.launch, [producer, consumer], self.persistent_blocks)
+        for block, ordinal in zip((producer, consumer), ordinals):
+            tile_loop = operation(ordinal.owner.owner)
+            k_loop = next(op for op in walk_ops(tile_loop) if op.name == "scf.for" and NUM_STAGES_ATTR in op.attributes)
+            self.bases[block] = (ordinal, self._defined_before(list(k_loop.operands)[1], tile_loop))
+
+    def _base(self, block: ir.Block) -> ir.Value | None:
+        """r * n at the top of the role's tile loop body, or None when not persistent (built once the role's
+        code is final: the clean-ups erase what nothing uses yet)."""
+        if block not in self.bases:
+            return None
+        ordinal, tiles = self.bases[block]
+        first = operation(list(ordinal.owner.operations)[0])
+        return Builder(ir.InsertionPoint(first), self.loop.location, self.body, self.pool).mul(ordinal, tiles)
+
+    def _defined_before(self, value: ir.Value, tile_loop: ir.Operation) -> ir.Value:
+        """`value` (the loop's k tile count), its pure computation moved out of the tile loop if it is in it."""
+        op = defining_op(value)
+        if op is None or not inside(op, tile_loop):
+            return value
+        if not _is_pure(op) or op.regions:
+            raise diag.error(op, "persistent: the number of k tiles must not depend on the tile")
+        for operand in op.operands:
+            self._defined_before(operand, tile_loop)
+        op.move_before(tile_loop)
+        return value
+
+    def _work(self, block: ir.Block) -> ir.Block:
+        """Where a role's per-tile work is: its block, or the body of its persistent tile loop."""
+        loops = [operation(op) for op in block.operations if TILE_LOOP_ATTR in operation(op).attributes]
+        return loops[0].regions[0].blocks[0] if loops else block
+
     def _producer(self, block: ir.Block, empty: ir.Value) -> None:
         """Thread T: the issues alone, each of a tile j >= S after the wait for empty[j mod S]."""
         _keep_only_issues(block)
-        loop = next(operation(op) for op in block.operations if operation(op).name == "scf.for")
-        prologue = sum(1 for op in walk_ops_in(block) if op.name == ISSUE and not _within(op, loop))
+        base = self._base(block)
+        work = self._work(block)
+        loop = next(operation(op) for op in work.operations if operation(op).name == "scf.for")
+        prologue = [op for op in walk_ops_in(work) if op.name == ISSUE and not _within(op, loop)]
+        if base is not None:
+            self._count_globally(loop, base)
+            self._prologue_globally(work, loop, base, prologue, empty)
         for issue in [op for op in walk_ops(loop) if op.name == ISSUE]:
-            self._wait_empty(issue, loop, prologue, empty)
+            b = Builder(ir.InsertionPoint(issue), issue.location, self.body, self.pool)
+            self._wait_empty(b, b.add(_iteration(b, loop), len(prologue)), base, issue.operands[1], empty)
         for op in walk_ops_in(block):
             if op.name == "gpu.thread_id":
                 user = next(iter(op.result.uses), None)
@@ -245,19 +298,50 @@ class _Split:
             if op != elected and op != end and _after_op(op, elected):
                 op.move_before(inner_end)
 
-    def _wait_empty(self, issue: ir.Operation, loop: ir.Operation, prologue: int, empty: ir.Value) -> None:
-        b = Builder(ir.InsertionPoint(issue), issue.location, self.body, self.pool)
-        tile = b.add(_iteration(b, loop), prologue)
-        slot = issue.operands[1]
+    def _prologue_globally(self, work: ir.Block, loop: ir.Operation, base: ir.Value, prologue: list,
+                           empty: ir.Value) -> None:
+        """The prologue's issue j fills slot (base + j) mod S, after the wait for its release: the slots it
+        fills last held the previous tile's k tiles."""
+        slots: dict[int, ir.Value] = {}
+        for op in [op for op in walk_ops_in(work) if op.name in _ISSUE_OPS and not _within(op, loop)]:
+            positions = [1] if op.name == ISSUE else [2, 2 + ir.MemRefType(op.operands[0].type).rank]
+            j = constant_int(op.operands[positions[0]])
+            if j is None:
+                raise diag.error(op, "persistent: a prologue TMA issue into a slot that is not a constant")
+            b = Builder(ir.InsertionPoint(op), op.location, self.body, self.pool)
+            if j not in slots:
+                slots[j] = b.rem(b.add(base, j), self.stages)
+            for position in positions:
+                op.operands[position] = slots[j]
+        for j, issue in enumerate(prologue):
+            b = Builder(ir.InsertionPoint(issue), issue.location, self.body, self.pool)
+            self._wait_empty(b, b.index(j), base, issue.operands[1], empty)
+
+    def _count_globally(self, loop: ir.Operation, base: ir.Value) -> None:
+        """Every slot `(t + c) mod S` and phase `(t + c) / S` of the loop's ring becomes one of the k tile
+        base + t + c of the block's whole schedule; the k coordinates keep t."""
+        t = loop.regions[0].blocks[0].arguments[0]
+        for op in walk_ops(loop):
+            if op.name not in ("arith.remui", "arith.divui") or constant_int(op.operands[1]) != self.stages \
+                    or not _offset_of(op.operands[0], t) or not _feeds_ring(op.result, op):
+                continue
+            b = Builder(ir.InsertionPoint(op), op.location, self.body, self.pool)
+            op.operands[0] = b.add(base, op.operands[0])
+
+    def _wait_empty(self, b: Builder, tile: ir.Value, base: ir.Value | None, slot: ir.Value,
+                    empty: ir.Value) -> None:
+        """Before issuing k tile `tile` of this tile (base + tile of the schedule) into `slot`."""
+        tile = tile if base is None else b.add(base, tile)
         with b.if_(b.cmp("uge", tile, b.index(self.stages))) as reused:
             parity = reused.rem(reused.add(reused.div(tile, self.stages), 1), 2)
-            bulk_copy.mbarrier_wait(empty, slot, parity, loc=issue.location, ip=reused.ip)
+            bulk_copy.mbarrier_wait(empty, slot, parity, loc=b.loc, ip=reused.ip)
 
     def _consumer(self, block: ir.Block, empty: ir.Value) -> None:
         """The user's threads: no issues, no loop barrier; each releases a slot once nothing reads it."""
         for issue in [op for op in walk_ops_in(block) if op.name == ISSUE]:
             operation(issue.parent).erase()
-        loop = next(operation(op) for op in block.operations if operation(op).name == "scf.for"
+        work = self._work(block)
+        loop = next(operation(op) for op in work.operations if operation(op).name == "scf.for"
                     and NUM_STAGES_ATTR in operation(op).attributes)
         for op in [op for op in walk_ops(loop) if op.name == "gpu.barrier" and operation(op.parent) == loop]:
             op.erase()
@@ -265,6 +349,9 @@ class _Split:
         for op in walk_ops_in(block):
             if op.name == "gpu.barrier":
                 self._consumer_barrier(op)
+        base = self._base(block)
+        if base is not None:
+            self._count_globally(loop, base)
         waits = [op for op in walk_ops(loop) if op.name == "tile.wgmma_wait" and operation(op.parent) == loop]
         body = loop.regions[0].blocks[0]
         last = operation(list(body.operations)[-1])
@@ -272,17 +359,42 @@ class _Split:
         pending = ir.IntegerAttr(waits[-1].attributes["pending"]).value if waits else 0
         b = Builder(ir.InsertionPoint(at), loop.location, self.body, self.pool)
         t = _iteration(b, loop)
-        conditions = [b.cmp("uge", t, b.index(pending))] if pending else []
+        self._release(b, b.sub(t, pending), [b.cmp("uge", t, b.index(pending))] if pending else [], base, empty)
+        if base is not None:
+            self._drain(work, loop, pending, base, empty)
+
+    def _drain(self, work: ir.Block, loop: ir.Operation, pending: int, base: ir.Value, empty: ir.Value) -> None:
+        """After the wait that retires the tile's last wgmmas, the release of its last `pending` k tiles (the
+        next tile's stages reuse them); a barrier among the consumers ends the tile when they share memory
+        other than the rings (the next tile's epilogue must not overwrite what a slower warp still reads)."""
+        after = [operation(op) for op in work.operations]
+        after = after[after.index(loop) + 1:]
+        retire = next((op for op in after if op.name == "tile.wgmma_wait"), None)
+        if pending and retire is None:
+            raise diag.error(loop, "persistent: no wgmma_wait after the pipelined loop retires its last wgmmas")
+        tiles = list(loop.operands)[1]
+        ip = ir.InsertionPoint(_next(retire)) if pending else None
+        for i in range(pending):
+            b = Builder(ip, loop.location, self.body, self.pool)
+            tile = b.sub(tiles, pending - i)
+            known = constant_int(tiles)
+            self._release(b, tile, [] if known is not None and known >= pending else
+                          [b.cmp("uge", tiles, b.index(pending - i))], base, empty)
+        if any(op.name == "tile.named_barrier" for op in walk_ops_in(work)):
+            warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location,
+                                    ip=ir.InsertionPoint(operation(list(work.operations)[-1])))
+
+    def _release(self, b: Builder, tile: ir.Value, conditions: list, base: ir.Value | None, empty: ir.Value) -> None:
+        """The consumers' arrival on empty[slot of k tile `tile`] under `conditions`, by lane 0 of each warp."""
         if self._arrivals() != self.threads:
-            conditions.append(b.cmp("eq", b.rem(b.thread_id(self.threads + PRODUCER_THREADS), WARP), b.index(0)))
+            conditions = [*conditions, b.cmp("eq", b.rem(b.thread_id(self.threads + PRODUCER_THREADS), WARP),
+                                             b.index(0))]
+        tile = tile if base is None else b.add(base, tile)
         if not conditions:
-            bulk_copy.mbarrier_arrive(empty, b.rem(t, self.stages), loc=loop.location, ip=b.ip)
+            bulk_copy.mbarrier_arrive(empty, b.rem(tile, self.stages), loc=b.loc, ip=b.ip)
             return
-        arrives = conditions[0] if len(conditions) == 1 else b.op(
-            "arith.andi", conditions, [conditions[0].type]).result
-        with b.if_(arrives) as arrive:
-            bulk_copy.mbarrier_arrive(empty, arrive.rem(arrive.sub(t, pending), self.stages), loc=loop.location,
-                                      ip=arrive.ip)
+        with b.if_(b.and_(conditions)) as arrive:
+            bulk_copy.mbarrier_arrive(empty, arrive.rem(tile, self.stages), loc=b.loc, ip=arrive.ip)
 
     def _consumer_barrier(self, barrier: ir.Operation) -> None:
         """A barrier among the consumers (an epilogue through shared memory): the producer never reaches it."""
@@ -315,6 +427,45 @@ def _keep_only_issues(block: ir.Block) -> None:
         elif op.regions:
             _keep_only_issues(op.regions[0].blocks[0])
     _erase_dead(block)
+
+
+def _offset_of(value: ir.Value, t: ir.Value) -> bool:
+    """Whether `value` is `t` or `t + c` for a constant c."""
+    if value == t:
+        return True
+    op = defining_op(value)
+    if op is None or op.name != "arith.addi":
+        return False
+    a, b = op.operands
+    return (a == t and constant_int(b) is not None) or (b == t and constant_int(a) is not None)
+
+
+def _feeds_ring(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether `value` (a remainder or quotient by S) is a ring slot or phase: only index arithmetic lies between
+    it and the ring's ops (mbarriers, TMA boxes, wgmma descriptors, loads of a `tile.ring` buffer). A value
+    that also reaches other ops is an error: it cannot both count the block's schedule and the tile's k."""
+    ring = data = False
+    pending, seen = [value], set()
+    while pending:
+        for use in list(pending.pop().uses):
+            user = operation(use.owner)
+            if user.name.startswith("arith."):
+                for result in user.results:
+                    if result not in seen:
+                        seen.add(result)
+                        pending.append(result)
+            elif user.name in _RING_OPS or any(_is_ring(v) for v in user.operands):
+                ring = True
+            else:
+                data = True
+    if ring and data:
+        raise diag.error(op, "persistent: a ring slot (k tile mod num_stages) is also used as data")
+    return ring
+
+
+def _is_ring(value: ir.Value) -> bool:
+    op = defining_op(value)
+    return op is not None and op.name == "memref.alloca" and RING_ATTR in op.attributes
 
 
 def _inline_then(if_op: ir.Operation) -> None:

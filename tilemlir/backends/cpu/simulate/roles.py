@@ -28,6 +28,7 @@ from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.warpgroup import WARP_ROLES
 from tilemlir.ir_util import constant_int, operation, ops_named, set_launch_block_x
 from tilemlir.mlir import arith, gpu, ir, scf
+from tilemlir.rewriting.persistent_tiles import TILE_LOOP_ATTR
 
 _ISSUES = ("tile.mbarrier_arrive_expect_tx", "tile.tma_load")
 
@@ -41,20 +42,14 @@ def fuse(launch: ir.Operation) -> None:
     role = roles[0]
     consumers = ir.IntegerAttr(role.attributes[WARP_ROLES]).value
     producer_ops = _producer_ops(role)
+    for op in producer_ops:
+        for wait in ops_named(op, "tile.mbarrier_wait"):
+            _acquire_releases(wait)
     consumer_ops = [operation(op) for op in role.regions[1].blocks[0].operations][:-1]
-    consumer_loop = _role_loop(role, consumer_ops, "consumers'")
-    producer_loop = _role_loop(role, producer_ops, "producer's")
-    _check_same_bounds(producer_loop, consumer_loop)
     with role.location, ir.InsertionPoint(role):
         tid = gpu.thread_id(gpu.Dimension.x)
         issuer = arith.cmpi(arith.CmpIPredicate.eq, tid, _index(0))
-    for op in producer_ops[:producer_ops.index(producer_loop)]:
-        op.move_before(role)
-    for op in consumer_ops[:consumer_ops.index(consumer_loop)]:
-        op.move_before(role)
-    _fuse_loops(producer_loop, consumer_loop, role)
-    for op in consumer_ops[consumer_ops.index(consumer_loop) + 1:]:
-        op.move_before(role)
+    _fuse_roles(role, producer_ops, consumer_ops, role)
     role.erase()
     for op in ops_named(launch, *_ISSUES):
         _elect(op, issuer)
@@ -71,10 +66,25 @@ def _producer_ops(role: ir.Operation) -> list[ir.Operation]:
                                 and not op.name.startswith("arith.") for op in ops):
         raise diag.error(role, "cannot simulate this warp-specialized launch: its producer warpgroup does more than "
                                "its elected thread's issues")
-    elected_ops = [operation(op) for op in elected[0].regions[0].blocks[0].operations][:-1]
-    if elected_ops and elected_ops[-1].name != "scf.for":
+    return [operation(op) for op in elected[0].regions[0].blocks[0].operations][:-1]
+
+
+def _fuse_roles(role: ir.Operation, producer_ops: list, consumer_ops: list, at: ir.Operation) -> None:
+    """Before `at`: the producer's code before its loop, the consumers', the fused loop, the consumers' code
+    after theirs (the producer has none but index arithmetic)."""
+    consumer_loop = _role_loop(role, consumer_ops, "consumers'")
+    producer_loop = _role_loop(role, producer_ops, "producer's")
+    _check_same_bounds(producer_loop, consumer_loop)
+    after = producer_ops[producer_ops.index(producer_loop) + 1:]
+    if any(not op.name.startswith("arith.") for op in after):
         raise diag.error(role, "cannot simulate this warp-specialized launch: its producer does work after its loop")
-    return elected_ops
+    for op in producer_ops[:producer_ops.index(producer_loop)] + after:
+        op.move_before(at)
+    for op in consumer_ops[:consumer_ops.index(consumer_loop)]:
+        op.move_before(at)
+    _fuse_loops(role, producer_loop, consumer_loop, at)
+    for op in consumer_ops[consumer_ops.index(consumer_loop) + 1:]:
+        op.move_before(at)
 
 
 def _role_loop(role: ir.Operation, ops: list[ir.Operation], whose: str) -> ir.Operation:
@@ -92,13 +102,14 @@ def _check_same_bounds(producer: ir.Operation, consumer: ir.Operation) -> None:
                                        "consumers' loops have different bounds")
 
 
-def _fuse_loops(producer: ir.Operation, consumer: ir.Operation, at: ir.Operation) -> ir.Operation:
-    """One scf.for before `at` running the producer's iteration, then the consumers', carrying both's values."""
+def _fuse_loops(role: ir.Operation, producer: ir.Operation, consumer: ir.Operation, at: ir.Operation) -> None:
+    """One scf.for before `at` running the producer's iteration, then the consumers', carrying both's values;
+    loops over a persistent launch's tiles (whose bodies hold the k loops) fuse their bodies in turn."""
     n_consumer = len(consumer.results)
     lower, upper, step = list(consumer.operands)[:3]
     with consumer.location, ir.InsertionPoint(at):
         fused = scf.ForOp(lower, upper, step, [*list(consumer.operands)[3:], *list(producer.operands)[3:]])
-    for name in ("tile.num_stages",):
+    for name in ("tile.num_stages", TILE_LOOP_ATTR):
         if name in consumer.attributes:
             fused.operation.attributes[name] = consumer.attributes[name]
     args = list(fused.body.arguments)
@@ -106,15 +117,31 @@ def _fuse_loops(producer: ir.Operation, consumer: ir.Operation, at: ir.Operation
     yielded = {loop: list(operation(list(loop.regions[0].blocks[0].operations)[-1]).operands) for loop, _ in roles}
     with consumer.location, ir.InsertionPoint(fused.body):
         end = scf.YieldOp([*yielded[consumer], *yielded[producer]]).operation
+    bodies = []
     for loop, new_args in roles:
         block = loop.regions[0].blocks[0]
         for old, new in zip(block.arguments, new_args):
             old.replace_all_uses_with(new)
-        for op in [operation(op) for op in block.operations][:-1]:
+        bodies.append([operation(op) for op in block.operations][:-1])
+    if TILE_LOOP_ATTR in consumer.attributes:
+        _fuse_roles(role, *bodies, end)
+    else:
+        for op in bodies[0] + bodies[1]:
             op.move_before(end)
     for old, new in zip([*consumer.results, *producer.results], fused.results):
         old.replace_all_uses_with(new)
-    return fused.operation
+
+
+def _acquire_releases(wait: ir.Operation) -> None:
+    """A block barrier before the producer's `empty` wait: in this schedule the wait holds only once every
+    consumer warp has arrived, past the wgmma_wait that retired its reads of the slot; the barrier makes those
+    retirements visible to the issuing thread, as the mbarrier's acquire does on the GPU (the wgmma race
+    shadows see a warpgroup's retirements from other warpgroups only across a barrier)."""
+    at = wait
+    while operation(at.parent).name == "scf.if":
+        at = operation(at.parent)  # every thread reaches the barrier, also where the wait is skipped
+    with wait.location, ir.InsertionPoint(at):
+        gpu.barrier()
 
 
 def _elect(op: ir.Operation, issuer: ir.Value) -> None:
