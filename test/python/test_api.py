@@ -152,7 +152,7 @@ def test_lower_refuses_an_option_compile_refuses(kernels, driver):
     ("cuda", {"fmad": 1}, "option fmad for target 'cuda' must be True or False, got 1"),
     ("cuda", {"arch": 90}, "option arch for target 'cuda' must be a string such as 'sm_90a'"),
     ("cuda", {"level": "thread"}, r"unknown option\(s\) for target 'cuda': level \(known: fast_math, fmad, arch, "
-                                  r"use_cache, index_bits, tensor_cores, tma, warp_specialize\)"),
+                                  r"use_cache, index_bits, tensor_cores, tma, warp_specialize, persistent\)"),
     ("cpu", {"level": "warp"}, "CPU option level must be one of tile, thread, got 'warp'"),
     ("cpu", {"index_bits": 32}, "option index_bits for target 'cpu' must be 64, or None"),
     ("tpu", {}, r"unknown target 'tpu' \(known targets: cuda, cpu\)"),
