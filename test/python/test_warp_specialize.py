@@ -117,13 +117,18 @@ def test_the_persistent_grid_is_the_tiles_or_the_sm_count():
     assert few.signature.grid[0] == "min((M + 127) // 128 * 4, 7)"
 
 
+def persistent_without(monkeypatch, step: str):
+    """The simulated persistent GEMM of 4 x 3 tiles on 2 blocks with warp-specialize's `step` left out."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(warp_specialize._Split, step, lambda self, *args: None)
+    fn = static_gemm(64, 64, 64, n=136, k=520, m=200, num_stages=3)
+    return fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+
+
 def test_the_persistent_consumers_drain_each_tile(rng, monkeypatch):
     """Without the release of a tile's last k tile after its wgmma_wait<0>, the producer's wait to refill that
     slot for the next tile never holds: a located deadlock in the simulation."""
-    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
-    monkeypatch.setattr(warp_specialize._Split, "_drain", lambda self, *args: None)
-    fn = static_gemm(64, 64, 64, n=136, k=520, m=200, num_stages=3)
-    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+    kernel = persistent_without(monkeypatch, "_drain")
     with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .*support\.py:\d+:\d+ for the "
                                               r"phase of parity \d of mbarrier 'empty'"):
         kernel(*operands(rng, 200, 136, 520))
@@ -133,10 +138,7 @@ def test_persistent_rings_count_the_whole_schedule(rng, monkeypatch):
     """Slots and phases counted from each tile's first k tile (not the block's first): the second tile's consumers
     wait for the phase of full[0] that completed in the first tile, the producer meanwhile for a release that
     never comes; the simulation reports the deadlock."""
-    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
-    monkeypatch.setattr(warp_specialize._Split, "_count_globally", lambda self, loop, base: None)
-    fn = static_gemm(64, 64, 64, n=136, k=520, m=200, num_stages=3)
-    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+    kernel = persistent_without(monkeypatch, "_count_globally")
     with pytest.raises(SimulationError, match=r"deadlock in block 0: thread 0 waits at .*support\.py:\d+:\d+ for the "
                                               r"phase of parity 0 of mbarrier 'full'\[0\]"):
         kernel(*operands(rng, 200, 136, 520))

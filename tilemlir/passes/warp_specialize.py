@@ -374,10 +374,10 @@ class _Split:
             raise diag.error(loop, "persistent: no wgmma_wait after the pipelined loop retires its last wgmmas")
         tiles = list(loop.operands)[1]
         ip = ir.InsertionPoint(_next(retire)) if pending else None
+        known = constant_int(tiles)
         for i in range(pending):
             b = Builder(ip, loop.location, self.body, self.pool)
             tile = b.sub(tiles, pending - i)
-            known = constant_int(tiles)
             self._release(b, tile, [] if known is not None and known >= pending else
                           [b.cmp("uge", tiles, b.index(pending - i))], base, empty)
         if any(op.name == "tile.named_barrier" for op in walk_ops_in(work)):
@@ -516,9 +516,7 @@ def _is_shared(type_: ir.Type) -> bool:
 def _iteration(b: Builder, loop: ir.Operation) -> ir.Value:
     """t = (k - lower) / step of the loop's iteration k."""
     lower, _, step = list(loop.operands)[:3]
-    t = b.sub(loop.regions[0].blocks[0].arguments[0], lower)
-    known = constant_int(step)
-    return b.div(t, known) if known is not None else b.op("arith.divui", [t, step], [t.type]).result
+    return b.div(b.sub(loop.regions[0].blocks[0].arguments[0], lower), step)
 
 
 def _within(op: ir.Operation, ancestor: ir.Operation) -> bool:

@@ -38,10 +38,10 @@ def _wrap(launch: ir.Operation, block: ir.Block, tiles: ir.Value, tiles_of: list
     body = launch.regions[0].blocks[0]
     args = list(body.arguments)
     ops = [operation(op) for op in block.operations][:-1]
-    for op in ops:
-        if op.name == "memref.alloca" and not list(op.operands):
-            op.move_before(ops[0])
-    moved = [op for op in ops if not (op.name == "memref.alloca" and not list(op.operands))]
+    buffers = [op for op in ops if op.name == "memref.alloca" and not list(op.operands)]
+    for op in buffers:
+        op.move_before(ops[0])
+    moved = [op for op in ops if op not in buffers]
     pool: dict = {}
     b = Builder(ir.InsertionPoint(operation(list(block.operations)[-1])), launch.location, body, pool)
     zero = b.index(0)
@@ -69,21 +69,9 @@ def _wrap(launch: ir.Operation, block: ir.Block, tiles: ir.Value, tiles_of: list
 def _coordinates(b: Builder, tile: ir.Value, tiles_of: list[ir.Value]) -> list[ir.Value]:
     """(tile mod gx, (tile / gx) mod gy, tile / (gx * gy)), skipping what a grid extent of 1 makes trivial."""
     gx, gy, gz = tiles_of
-    x = _mod(b, tile, gx)
-    row = _div(b, tile, gx)
-    y = row if constant_int(gz) == 1 else _mod(b, row, gy)
-    z = b.index(0) if constant_int(gz) == 1 else _div(b, row, gy)
-    return [x, y, z]
-
-
-def _div(b: Builder, a: ir.Value, d: ir.Value) -> ir.Value:
-    known = constant_int(d)
-    return b.div(a, known) if known is not None else b.op("arith.divui", [a, d], [a.type]).result
-
-
-def _mod(b: Builder, a: ir.Value, d: ir.Value) -> ir.Value:
-    known = constant_int(d)
-    return b.rem(a, known) if known is not None else b.op("arith.remui", [a, d], [a.type]).result
+    row = b.div(tile, gx)
+    flat = constant_int(gz) == 1
+    return [b.rem(tile, gx), row if flat else b.rem(row, gy), b.index(0) if flat else b.div(row, gy)]
 
 
 def _replace_in(scope: ir.Operation, old: ir.Value, new: ir.Value) -> None:

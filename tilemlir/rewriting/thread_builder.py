@@ -101,8 +101,14 @@ class Builder:
             return a
         return self.op("arith.muli", [a, b], [a.type]).result
 
-    def div(self, a, divisor: int) -> ir.Value:
+    def div(self, a, divisor: int | ir.Value) -> ir.Value:
+        """a / divisor, unsigned; a divisor Value that is not a constant is divided by at run time."""
         a = self._value(a)
+        if isinstance(divisor, ir.Value):
+            known = constant_int(divisor)
+            if known is None:
+                return self.op("arith.divui", [a, divisor], [a.type]).result
+            divisor = known
         ca = constant_int(a)
         if ca is not None:
             return self.index(ca // divisor)
@@ -110,8 +116,14 @@ class Builder:
             return a
         return self.op("arith.divui", [a, self.index(divisor)], [a.type]).result
 
-    def rem(self, a, modulus: int) -> ir.Value:
+    def rem(self, a, modulus: int | ir.Value) -> ir.Value:
+        """a mod modulus, unsigned; a modulus Value that is not a constant is taken at run time."""
         a = self._value(a)
+        if isinstance(modulus, ir.Value):
+            known = constant_int(modulus)
+            if known is None:
+                return self.op("arith.remui", [a, modulus], [a.type]).result
+            modulus = known
         ca = constant_int(a)
         if ca is not None:
             return self.index(ca % modulus)
