@@ -253,10 +253,10 @@ def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dt
 
 
 def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=False, dtype="bfloat16",
-                threads=128, num_stages=3, shared_epilogue=False):
+                threads=128, num_stages=3, shared_epilogue=False, c_dtype="float32"):
     """A jit GEMM C = op(A) @ op(B) whose tensors' inner dims are the static n and k (and m when A is stored
     K x M), M run-time otherwise: the strides a tensor map needs known (the TMA tests compile it).
-    `shared_epilogue`: C goes to global memory through a shared tile."""
+    `shared_epilogue`: C (of `c_dtype`) goes to global memory through a shared tile."""
     M = m if trans_a else T.symbolic("M")
     a_shape = (k, M) if trans_a else (M, k)
     b_shape = (n, k) if trans_b else (k, n)
@@ -264,7 +264,7 @@ def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=
     b_tile = (block_N, block_K) if trans_b else (block_K, block_N)
 
     @tilemlir.jit(out_idx=[2])
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, n), "float32")):
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, n), c_dtype)):
         with T.Kernel(T.ceildiv(n, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_s = T.alloc_shared(a_tile, dtype)
             B_s = T.alloc_shared(b_tile, dtype)
@@ -281,7 +281,7 @@ def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=
                     T.copy(B[ko * block_K, bx * block_N], B_s)
                 T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
             if shared_epilogue:
-                C_s = T.alloc_shared((block_M, block_N), "float32")
+                C_s = T.alloc_shared((block_M, block_N), c_dtype)
                 T.copy(C_f, C_s)
                 T.copy(C_s, C[by * block_M, bx * block_N])
             else:

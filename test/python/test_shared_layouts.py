@@ -3,7 +3,10 @@
 import itertools
 import random
 
+import numpy as np
 import pytest
+
+from tilemlir.analysis.mma_layouts import wgmma_accumulator_layout
 
 from tilemlir.analysis.shared_layouts import (
     SWIZZLE_ROW_PERIOD, UNUSED_LEADING_BYTES, buffer_alignment, ideal_wavefronts, physical_element, shifted_element,
@@ -105,6 +108,26 @@ def test_cp_async_16_byte_writes_are_conflict_free(shape, threads):
             lanes = [divmod(chunk, chunks_per_row) for chunk in range(first, first + 32)]
             addresses = [byte_address(r, c * 8, shape, width) for r, c in lanes]
             assert wavefronts(addresses, 16) == 4
+
+
+@pytest.mark.parametrize("shape, threads", [((128, 256), 256), ((64, 128), 128)])
+def test_accumulator_pair_stores_into_an_epilogue_tile_are_conflict_free_only_when_swizzled(shape, threads):
+    """Each warp's 4-byte store of one bf16 pair per lane of a wgmma accumulator (registers 2i, 2i + 1
+    hold adjacent columns), as vectorize makes the epilogue's copy into the tile select-shared-layouts
+    swizzles."""
+    layout = wgmma_accumulator_layout(shape, threads, threads // 128, 1)
+    width = swizzle_width(shape[1] * BF16)
+    assert width == 128
+    worst = {}
+    for w in (width, 0):
+        counts = []
+        for warp in range(threads // 32):
+            lanes = range(warp * 32, warp * 32 + 32)
+            for reg in range(0, layout.registers, 2):
+                index, _ = layout.element_of(np.array(lanes), reg)
+                counts.append(wavefronts([byte_address(int(r), int(c), shape, w) for r, c in index], 4))
+        worst[w] = max(counts)
+    assert worst == {width: ideal_wavefronts(32, 4), 0: 8}
 
 
 def test_wavefront_counter_counts_conflicts_and_broadcasts():

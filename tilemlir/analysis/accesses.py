@@ -1,10 +1,11 @@
-"""Global-memory accesses of thread-level IR, the row-major strides of the tensors they touch, and
-the ops of a region picked by a predicate (how passes and the prover find the ops they work on).
+"""Global- and shared-memory accesses of thread-level IR, the row-major strides of the buffers they
+touch, and the ops of a region picked by a predicate (how passes and the prover find the ops they work on).
 
 A global access is a `memref.load`/`memref.store`/`vector.load`/
 `vector.store`, or a scalar `tile.atomic_add`, on a memref without memory
-space (a kernel tensor, docs/ir.md). A vector access covers `lanes`
-consecutive elements along the last dim.
+space (a kernel tensor, docs/ir.md); a shared access one of the first four
+on a "shared" memref. A vector access covers `lanes` consecutive elements
+along the last dim.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import z3
 
 from tilemlir.analysis.index_terms import IndexTerms
+from tilemlir.dialects.tile import SHARED, memory_space
 from tilemlir.ir_util import operation
 from tilemlir.mlir import ir
 
@@ -28,7 +30,9 @@ _KINDS = {
 
 
 @dataclass(frozen=True)
-class GlobalAccess:
+class MemoryAccess:
+    """One load or store of a global tensor or a shared buffer."""
+
     op: ir.Operation
     is_load: bool
     memref: ir.Value
@@ -69,27 +73,44 @@ def is_global(memref_type: ir.Type) -> bool:
     return isinstance(memref_type, ir.MemRefType) and memref_type.memory_space is None
 
 
-def global_access(op: ir.Operation) -> GlobalAccess | None:
+def global_access(op: ir.Operation) -> MemoryAccess | None:
     """The access `op` makes to global memory, or None."""
     op = operation(op)
+    access = _access(op)
+    if access is None or not is_global(access.memref.type):
+        return None
+    if op.name == "tile.atomic_add" and isinstance(op.operands[1].type, ir.MemRefType):
+        return None  # a whole-buffer add: its lowering guards the elements it writes
+    return access
+
+
+def shared_access(op: ir.Operation) -> MemoryAccess | None:
+    """The load or store `op` makes to a shared buffer, or None (a shared atomic add is not one)."""
+    op = operation(op)
+    access = _access(op)
+    if access is None or access.is_atomic or not is_shared(access.memref.type):
+        return None
+    return access
+
+
+def is_shared(memref_type: ir.Type) -> bool:
+    return isinstance(memref_type, ir.MemRefType) and memory_space(memref_type) == SHARED
+
+
+def _access(op: ir.Operation) -> MemoryAccess | None:
     kind = _KINDS.get(op.name)
     if kind is None:
         return None
     is_load, memref_pos, first_index = kind
     operands = list(op.operands)
-    memref = operands[memref_pos]
-    if not is_global(memref.type):
-        return None
-    if op.name == "tile.atomic_add" and isinstance(operands[1].type, ir.MemRefType):
-        return None  # a whole-buffer add: its lowering guards the elements it writes
     lanes = 1
     if op.name.startswith("vector."):
         vector_type = op.results[0].type if is_load else operands[0].type
         lanes = vector_type.shape[-1] if vector_type.rank == 1 else -1
-    return GlobalAccess(op, is_load, memref, tuple(operands[first_index:]), lanes)
+    return MemoryAccess(op, is_load, operands[memref_pos], tuple(operands[first_index:]), lanes)
 
 
-def global_accesses(root: ir.Operation) -> list[GlobalAccess]:
+def global_accesses(root: ir.Operation) -> list[MemoryAccess]:
     """Every global access nested in `root`, in program order."""
     found = []
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tilemlir.analysis.accesses import GlobalAccess, global_access, global_accesses, ops_where
+from tilemlir.analysis.accesses import MemoryAccess, global_access, global_accesses, ops_where
 from tilemlir.analysis.intervals import value_range
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.ir_util import operation
@@ -50,7 +50,7 @@ def run(module, options) -> None:
     diag.statistic("accesses-in-range", stats["accesses-in-range"], "global accesses the range analysis kept unguarded")
 
 
-def needed_checks(access: GlobalAccess) -> list[tuple[int, str]]:
+def needed_checks(access: MemoryAccess) -> list[tuple[int, str]]:
     """(dim, "lower"|"upper") checks the range analysis cannot prove for this access."""
     checks = []
     last = access.rank - 1
@@ -66,7 +66,7 @@ def needed_checks(access: GlobalAccess) -> list[tuple[int, str]]:
     return checks
 
 
-def _guard(access: GlobalAccess, stats: Counter) -> None:
+def _guard(access: MemoryAccess, stats: Counter) -> None:
     parent = access.op.parent
     if parent is not None and is_guard(parent):
         return
@@ -84,7 +84,7 @@ def _guard(access: GlobalAccess, stats: Counter) -> None:
     stats["guards-inserted"] += 1
 
 
-def _build_checks(access: GlobalAccess, checks, indices, lanes: int) -> ir.Value:
+def _build_checks(access: MemoryAccess, checks, indices, lanes: int) -> ir.Value:
     ip, loc = ir.InsertionPoint(access.op), access.op.location
     leaves = []
     for dim, kind in checks:
@@ -97,7 +97,7 @@ def _build_checks(access: GlobalAccess, checks, indices, lanes: int) -> ir.Value
     return conjunction(leaves, ip, loc)
 
 
-def _guard_vector(access: GlobalAccess, cond: ir.Value, stats: Counter) -> None:
+def _guard_vector(access: MemoryAccess, cond: ir.Value, stats: Counter) -> None:
     """Whole vector when all lanes are in range; else each lane alone under its own guard."""
     op, loc = access.op, access.op.location
     results = [r.type for r in op.results]
@@ -118,7 +118,7 @@ def _guard_vector(access: GlobalAccess, cond: ir.Value, stats: Counter) -> None:
         yield_([], else_block, loc)
 
 
-def _lane_access(access: GlobalAccess, lane: int, block: ir.Block, stats: Counter) -> ir.Value | None:
+def _lane_access(access: MemoryAccess, lane: int, block: ir.Block, stats: Counter) -> ir.Value | None:
     """One lane of a vector access as a scalar access at the end of `block`, guarded if needed."""
     op, loc, ip = access.op, access.op.location, ir.InsertionPoint(block)
     indices = list(access.indices)

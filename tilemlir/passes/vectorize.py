@@ -1,19 +1,23 @@
-"""vectorize: per-thread contiguous runs of global accesses become vector loads/stores of up to 16 bytes.
+"""vectorize: per-thread contiguous runs of global and shared accesses become vector loads/stores of up to 16 bytes.
 
 Takes thread-level IR after eliminate-guards and gives the same IR where a
 run loop — an `scf.for` with constant bounds, step 1 and 2..max-lanes
 iterations, no results, whose body holds only index/element arithmetic,
-`"local"`/`"shared"` memref accesses and global accesses (each possibly
-inside its own guard) — has its global accesses turned into
-`vector.load`/`vector.store` when Z3 (`tilemlir.analysis.prover`) proves,
-for each vector of `w` lanes starting at iteration `s`:
+`"local"` memref accesses, shared accesses and global accesses (each global
+one possibly inside its own guard) — has its global and shared accesses
+(but a ring copy's `tile.async` shared stores, which async-copies makes
+cp.async) turned into `vector.load`/`vector.store` when Z3
+(`tilemlir.analysis.prover`) proves, for each vector of `w` lanes starting at iteration `s`:
 
 - contiguity: the last index is `base + iv`, the other indices do not move
   (indices and guards must be functions of `iv` and of values fixed across
   the loop: a value loaded inside the run makes it stay scalar);
 - in range: every lane is inside the tensor (where the vector runs);
 - alignment: the row-major offset at `s` is a multiple of `w` elements
-  (base pointers are 16-byte aligned: the runtime checks that);
+  (base pointers are 16-byte aligned: the runtime checks that for tensors,
+  plan-shared-memory places shared buffers so; a swizzled buffer's logical
+  offsets are what is checked, its 16-byte atoms keep an aligned vector of
+  up to 16 bytes contiguous after materialize-shared-layouts);
 - for an access inside a guard: either the guard is uniform (it holds for
   all `w` lanes or none), or where it holds at the last lane (or the first,
   or both) it holds at every lane.
@@ -66,7 +70,8 @@ from dataclasses import dataclass, field
 
 import z3
 
-from tilemlir.analysis.accesses import GlobalAccess, global_access, is_global, ops_where, row_major_strides
+from tilemlir.analysis.accesses import MemoryAccess, global_access, is_global, ops_where, row_major_strides, shared_access
+from tilemlir.analysis.shared_layouts import ASYNC_ATTR
 from tilemlir.analysis.prover import Prover, Verdict
 from tilemlir.ir_util import constant_int, defining_op, enclosing, inside, operation, root_of
 from tilemlir.mlir import ir
@@ -92,10 +97,10 @@ from tilemlir.rewriting.guards import (
 _WIDTHS = (16, 8, 4, 2)
 PLAIN, UNIFORM, FAST_PATH = "plain", "uniform", "fast-path"
 _STATISTICS = {
-    **{f"vectorized-{w}B": f"global accesses turned into {w}-byte vector accesses" for w in _WIDTHS},
+    **{f"vectorized-{w}B": f"global and shared accesses turned into {w}-byte vector accesses" for w in _WIDTHS},
     "vectorized-with-fallback": "vector accesses under a whole-vector guard with guarded scalar lanes as fallback",
-    "runs-vectorized": "run loops whose global accesses became vector accesses",
-    "runs-scalar": "run loops with global accesses left scalar (not provably contiguous, aligned, in range)",
+    "runs-vectorized": "run loops whose global and shared accesses became vector accesses",
+    "runs-scalar": "run loops with accesses left scalar (not provably contiguous, aligned, in range)",
     "prover-resource-outs": "Z3 queries that ran out of the prover's budget (TILEMLIR_PROVER_RLIMIT)",
 }
 
@@ -106,7 +111,8 @@ class VectorizeOptions:
     max_lanes: int = 64  # longest run loop considered (unrolled when not a plain copy)
 
 
-@register_pass("vectorize", "turn contiguous per-thread global accesses into vector accesses of up to 16 bytes", VectorizeOptions)
+@register_pass("vectorize", "turn contiguous per-thread global and shared accesses into vector accesses of up to 16 bytes",
+               VectorizeOptions)
 def run(module, options: VectorizeOptions) -> None:
     functions = ops_where(operation(module), lambda op: op.name == "func.func")
     run_per_function(functions, lambda func: _Vectorizer(func, options).run(), _STATISTICS)
@@ -116,7 +122,7 @@ def run(module, options: VectorizeOptions) -> None:
 class _Item:
     """One global access of a run: the access, the guard around it (if any), and its vector plan."""
 
-    access: GlobalAccess
+    access: MemoryAccess
     guard: ir.Operation | None
     lanes: int = 0
     mode: str = PLAIN
@@ -456,6 +462,9 @@ def _item_of(op: ir.Operation) -> _Item | None:
     access = global_access(op)
     if access is not None:
         return _Item(access, None) if _scalar_load_or_store(access) else None
+    access = shared_access(op)
+    if access is not None and ASYNC_ATTR not in op.attributes:
+        return _Item(access, None) if _scalar_load_or_store(access) else None
     if is_guard(op) and not _guard_extra_ops(op):
         inner = guarded_access(op)
         access = global_access(inner) if inner is not None else None
@@ -464,7 +473,7 @@ def _item_of(op: ir.Operation) -> _Item | None:
     return None
 
 
-def _scalar_load_or_store(access: GlobalAccess) -> bool:
+def _scalar_load_or_store(access: MemoryAccess) -> bool:
     return access.lanes == 1 and not access.is_atomic
 
 
