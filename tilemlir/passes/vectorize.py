@@ -460,10 +460,9 @@ def _plain_op(op: ir.Operation) -> bool:
 
 def _item_of(op: ir.Operation) -> _Item | None:
     access = global_access(op)
+    if access is None and ASYNC_ATTR not in op.attributes:
+        access = shared_access(op)
     if access is not None:
-        return _Item(access, None) if _scalar_load_or_store(access) else None
-    access = shared_access(op)
-    if access is not None and ASYNC_ATTR not in op.attributes:
         return _Item(access, None) if _scalar_load_or_store(access) else None
     if is_guard(op) and not _guard_extra_ops(op):
         inner = guarded_access(op)
