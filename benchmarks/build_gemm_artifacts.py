@@ -61,17 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start from the config that won on the GPU (TUNED_KERNEL_ARGS, TUNED_COMPILE_ARGS; "
                              "benchmarks/RESULTS.md, session 13); --kernel-args / --compile-args override its keys")
     parser.add_argument("--clean", action="store_true", help="remove the artifact root first")
+    parser.add_argument("--example", type=Path, default=EXAMPLE,
+                        help="the module whose `matmul` factory is built (default examples/gemm.py; "
+                             "benchmarks/staged_gemm.py stages the result through shared memory)")
     return parser
 
 
-def load_factory() -> Any:
-    """examples/gemm.py's `matmul` (examples/ goes on sys.path: the examples import their harness)."""
-    examples = str(EXAMPLE.parent)
-    if examples not in sys.path:
-        sys.path.insert(0, examples)
+def load_factory(example: Path = EXAMPLE) -> Any:
+    """`example`'s `matmul` (its folder goes on sys.path: the examples import their harness)."""
+    folder = str(example.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     import importlib
 
-    return getattr(importlib.import_module(EXAMPLE.stem), FACTORY)
+    return getattr(importlib.import_module(example.stem), FACTORY)
 
 
 def factory_kwargs(dtype: str, n: int, k: int, extra: dict[str, Any]) -> dict[str, Any]:
@@ -94,9 +97,10 @@ def inspect_artifact(directory: Path, name: str) -> dict[str, Any]:
 
 
 def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: dict[str, Any],
-          options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+          options: dict[str, Any], example: Path = EXAMPLE) -> tuple[dict[str, Any], list[str]]:
     """Export every artifact; returns (manifest entries by id, failure messages)."""
-    factory = load_factory()
+    factory = load_factory(example)
+    origin = example.resolve().relative_to(ROOT) if example.resolve().is_relative_to(ROOT) else example
     entries, failed = {}, []
     for artifact, (dtype, n, k) in ids.items():
         kwargs = factory_kwargs(dtype, n, k, extra)
@@ -116,7 +120,7 @@ def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: di
             continue
         resources = inspect_artifact(target, kernel.signature.name)
         path = matrix_path(resources.get("opcodes"), kernel.cuda_source())
-        entries[artifact] = {"factory": f"examples/gemm.py:{FACTORY}", "kwargs": kwargs, "compile_options": options, "compile_s": round(seconds, 2),
+        entries[artifact] = {"factory": f"{origin}:{FACTORY}", "kwargs": kwargs, "compile_options": options, "compile_s": round(seconds, 2),
                              "path": path, "resources": resources}
         print(f"built   {artifact}  ({seconds:.1f} s, {dir_size(target) / 1024:.0f} KiB, {path})", flush=True)
     return entries, failed
@@ -177,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.clean and args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    entries, failed = build(ids, args.out, args.arch, args.kernel_args, args.compile_args)
+    entries, failed = build(ids, args.out, args.arch, args.kernel_args, args.compile_args, args.example)
     write_manifest(args.out, entries)
     paths = sorted({e["path"] for e in entries.values()})
     total = dir_size(args.out)

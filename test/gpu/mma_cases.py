@@ -8,10 +8,10 @@ from example_cases import ARTIFACTS, ExampleCase, compiler_available
 
 def gemm_prim_func(block_M, block_N, block_K, trans_a=False, trans_b=False, dtype="float16", accum="float32",
                 out_dtype="float32", threads=128, a_fragment=False, epilogue=False, num_stages=2, m=None, n=None, k=None,
-                b_dtype=None):
+                b_dtype=None, staged=False):
     """The prim_func of C = op(A) @ op(B) (then + bias and ReLU with `epilogue`) over run-time M, N, K (or the
     static `m`, `n`, `k` given: a tensor map needs the inner dims known); C passed by the caller; B of `b_dtype`
-    where it differs from A's (fp8 kinds)."""
+    where it differs from A's (fp8 kinds); with `staged` the result goes through a shared tile of C's dtype."""
     M, N, K = m or T.symbolic("M"), n or T.symbolic("N"), k or T.symbolic("K")
     b_dtype = b_dtype or dtype
     a_shape = (K, M) if trans_a else (M, K)
@@ -28,6 +28,7 @@ def gemm_prim_func(block_M, block_N, block_K, trans_a=False, trans_b=False, dtyp
             else:
                 A_t = T.alloc_shared(a_tile, dtype)
             B_s = T.alloc_shared(b_tile, b_dtype)
+            C_s = T.alloc_shared((block_M, block_N), out_dtype) if staged else None
             C_f = T.alloc_fragment((block_M, block_N), accum)
             T.clear(C_f)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
@@ -43,7 +44,11 @@ def gemm_prim_func(block_M, block_N, block_K, trans_a=False, trans_b=False, dtyp
             if epilogue:
                 for i, j in T.Parallel(block_M, block_N):
                     C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_N + j], 0)
-            T.copy(C_f, C[by * block_M, bx * block_N])
+            if staged:
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_f, C[by * block_M, bx * block_N])
 
     return gemm
 
@@ -119,6 +124,13 @@ WS_CASES = {
                                                num_stages=4, n=4096, k=4096, persistent=True),
     "ws_persistent_bf16_128x128x64_ragged": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16",
                                                  num_stages=3, n=1000, k=1000, persistent=7),
+    # the result staged through a swizzled shared tile (bf16 out): persistent at 4096, and ragged N on 5 blocks
+    "ws_persistent_bf16_128x256x64_staged": dict(block_M=128, block_N=256, block_K=64, threads=256, dtype="bfloat16",
+                                                 out_dtype="bfloat16", num_stages=3, n=4096, k=4096, persistent=True,
+                                                 staged=True),
+    "ws_persistent_bf16_128x128x64_staged_ragged": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16",
+                                                        out_dtype="bfloat16", num_stages=3, n=1000, k=1000,
+                                                        persistent=5, staged=True),
 }
 WS_WGMMA = (*TMA_WGMMA, "tl_mbarrier_arrive(")
 # fp8 wgmma m64nNk32 (K-major A and B: B stored N x K): 128/64/32-byte rows, mixed kinds, two warpgroups

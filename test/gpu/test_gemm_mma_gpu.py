@@ -156,6 +156,14 @@ def test_persistent_on_few_blocks_with_ragged_edges():
                "float32") <= 1e-4
 
 
+@pytest.mark.parametrize("name, m, n", [("ws_persistent_bf16_128x256x64_staged", 4095, 4096),
+                                        ("ws_persistent_bf16_128x128x64_staged_ragged", 1031, 1000)])
+def test_persistent_epilogue_through_shared_memory(name, m, n):
+    """T.copy(C_f, C_s); T.copy(C_s, C): the tile's bf16 pairs into a swizzled shared tile, 16-byte rows out,
+    a named barrier between the tiles of a block's schedule; ragged M and N clip the rows and columns."""
+    assert run(mma_kernel(name), m, n, n, False, False, "bfloat16", "bfloat16") <= 1e-2
+
+
 def test_tma_wgmma_bias_relu_epilogue_into_bf16():
     kernel = mma_kernel("tma_wgmma_bf16_bias_relu")
     assert run(kernel, 777, 640, 384, False, False, "bfloat16", "bfloat16", epilogue=True) <= 1e-2

@@ -1,0 +1,35 @@
+"""examples/gemm.py's `matmul` with its result staged through shared memory, TileLang's spelling of the
+epilogue: `T.copy(C_f, C_s); T.copy(C_s, C[...])`. The accumulator's pair stores land in a swizzled shared
+tile (select-shared-layouts) and leave it as 16-byte row copies (vectorize), where the direct epilogue writes
+each lane's pairs to global memory.
+
+    python3 -m benchmarks.build_gemm_artifacts --example benchmarks/staged_gemm.py --tuned \
+        --kernel-args '{"num_stages": 3}'
+"""
+
+import tilemlir
+import tilemlir.language as T
+
+
+@tilemlir.jit(out_idx=[-1])
+def matmul(N=4096, K=4096, block_M=128, block_N=128, block_K=32, dtype="float16", accum_dtype="float32",
+           num_stages=3, threads=128, enable_rasterization=False, panel_size=10):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_K, block_N), dtype)
+            C_s = T.alloc_shared((block_M, block_N), dtype)
+            C_f = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.use_swizzle(panel_size=panel_size, enable=enable_rasterization)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * block_M, bx * block_N])
+
+    return gemm
