@@ -128,15 +128,16 @@ def shifted_element(rows_ahead: Any, panel_columns_ahead: Any, shape: Sequence[i
 
 BASE_ALIGN = 16
 SWIZZLE_128_ALIGN = 1024
-TMA_ALIGN = 128  # of a TMA load's shared destination
-HARDWARE_SWIZZLED = ("tile.wgmma_desc", "tile.tma_load")  # ops whose hardware swizzles by address bits
+TMA_ALIGN = 128  # of a TMA box's shared tile
+TMA_OPS = ("tile.tma_load", "tile.tma_store")
+HARDWARE_SWIZZLED = ("tile.wgmma_desc", *TMA_OPS)  # ops whose hardware swizzles by address bits
 
 
 def buffer_alignment(width: int, hardware_swizzled: bool, tma_written: bool = False) -> int:
     """Bytes a shared buffer swizzled `width` must be aligned to. The hardware swizzles (TMA's, wgmma's)
     take their XOR from address bits, so the pattern starts at an 8W-byte boundary (ISA: 1024, 512,
     256); ldmatrix addresses are computed, but 128-byte panels keep 1024 so the two agree. A buffer TMA
-    writes starts at 128 bytes at least."""
+    writes or reads starts at 128 bytes at least."""
     if width and hardware_swizzled:
         return SWIZZLE_ROW_PERIOD * width
     if tma_written:
@@ -146,10 +147,10 @@ def buffer_alignment(width: int, hardware_swizzled: bool, tma_written: bool = Fa
 
 def alloca_alignment(alloca: Any) -> int:
     """`buffer_alignment` of a shared alloca: its `tile.swizzle`, and whether a `tile.wgmma_desc` reads it or a
-    `tile.tma_load` writes it."""
+    TMA box writes or reads it."""
     width = alloca.attributes[SWIZZLE_ATTR].value if SWIZZLE_ATTR in alloca.attributes else 0
     buffer_uses = [use.owner.name for use in alloca.results[0].uses if use.operand_number == 0]
-    return buffer_alignment(width, any(name in HARDWARE_SWIZZLED for name in buffer_uses), "tile.tma_load" in buffer_uses)
+    return buffer_alignment(width, any(name in HARDWARE_SWIZZLED for name in buffer_uses), any(name in TMA_OPS for name in buffer_uses))
 
 
 # -- wgmma descriptors -----------------------------------------------------------------------------

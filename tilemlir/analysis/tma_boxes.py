@@ -18,6 +18,10 @@ at its origin and is 1 on the tensor's other dims; its out-of-bounds elements re
 rows are a multiple of 8; the copy's start along the innermost dim is a provable multiple of 16 bytes. The
 global base address's 16-byte alignment is checked at launch
 (`runtime/tensor_map.py`).
+
+The same boxes run a copy of a whole shared tile into a tensor argument (a TMA store, `tma_store_problem`),
+on the same conditions but the fill: the box's elements outside the tensor are not written, as the copy
+clips them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from tilemlir.ir_util import constant_int, defining_op, is_multiple_of, operatio
 from tilemlir.mlir import ir
 
 TMA_ATTR = "tile.tma"  # on a ring copy TMA runs (plan-pipeline), lowered by tma-copies
+TMA_STORE_ATTR = "tile.tma_store"  # on a shared -> global copy TMA runs (select-tma-stores), lowered by tma-stores
 STRIDE_BYTES = 16  # a tensor map's byte strides are multiples of this
 UNSWIZZLED_TILE_BYTES = 128  # a box's shared destination is 128-byte aligned: an unswizzled slot's size is a multiple
 ROW_GROUP = 8  # rows of a swizzle atom
@@ -78,47 +83,79 @@ def tma_problem(copy: ir.Operation) -> str | None:
     """Why TMA cannot run `copy` (a `tile.copy` into a shared tile), or None when it can."""
     copy = operation(copy)
     src, dst = copy.operands[0], copy.operands[1]
-    src_type, dst_type = src.type, dst.type
-    if not isinstance(src, ir.BlockArgument) or operation(src.owner.owner).name != "func.func" \
-            or memory_space(src_type) is not None:
-        return "its source is not a tensor argument of the kernel (a tensor map describes one)"
-    if memory_space(dst_type) != SHARED or dst_type.rank != 2:
+    if memory_space(dst.type) != SHARED or dst.type.rank != 2:
         return "its destination is not a two-dimensional shared tile"
-    if not 2 <= src_type.rank <= TMA_MAX_RANK:
-        return f"its tensor has {src_type.rank} dims (TMA takes 2 to {TMA_MAX_RANK} here)"
-    if src_type.element_type != dst_type.element_type:
-        return f"it converts {src_type.element_type} to {dst_type.element_type} (TMA copies bytes)"
-    inner = list(src_type.shape)[1:]
-    if any(ir.ShapedType.is_dynamic_size(d) for d in inner):
-        return ("a dim of its tensor other than the outermost has a run-time size (a tensor map's byte strides "
-                "must be known multiples of 16)")
-    element = _element_bytes(src_type.element_type)
-    for d in range(len(inner)):
-        if math.prod(inner[d:]) * element % STRIDE_BYTES:
-            return f"a byte stride of its tensor, {math.prod(inner[d:]) * element}, is not a multiple of {STRIDE_BYTES}"
-    problem = _box_problem(copy, dst_type, src_type.rank) or _start_problem(copy, src_type.rank, element)
+    offsets = list(copy.operands)[2:]
+    problem = _tensor_problem(src, "source") or _conversion_problem(src.type, dst.type) or _transfer_problem(
+        copy, src.type, dst.type, offsets[:src.type.rank], offsets[src.type.rank:])
     if problem:
         return problem
     pad = padding_value(copy)
     if pad != 0:
         return f"its out-of-bounds elements read as {pad} (TMA fills zeros)"
-    return _layout_problem(dst_type, buffer_swizzle(dst))
+    return _layout_problem(dst.type, buffer_swizzle(dst))
 
 
-def _box_problem(copy: ir.Operation, dst: ir.MemRefType, src_rank: int) -> str | None:
-    box = [ir.IntegerAttr(a).value for a in copy.attributes["shape"]]
-    dst_offsets = list(copy.operands)[2 + src_rank:]
-    if box[-2:] != list(dst.shape) or any(extent != 1 for extent in box[:-2]):
-        return f"its box {box} is not the whole {list(dst.shape)} tile"
-    if any(constant_int(v) != 0 for v in dst_offsets):
-        return "it writes the tile at an offset"
+def tma_store_problem(copy: ir.Operation) -> str | None:
+    """Why a TMA store cannot run `copy` (a `tile.copy` of a shared tile into a tensor argument), or None.
+    TMA drops the box's elements outside the tensor, as the copy's clipping does; the tensor must be one the
+    kernel touches nowhere else (the store completes asynchronously, after the kernel's other accesses)."""
+    copy = operation(copy)
+    src, dst = copy.operands[0], copy.operands[1]
+    if memory_space(src.type) != SHARED or src.type.rank != 2:
+        return "its source is not a two-dimensional shared tile"
+    offsets = list(copy.operands)[2:]
+    problem = _tensor_problem(dst, "destination") or _conversion_problem(src.type, dst.type) or _transfer_problem(
+        copy, dst.type, src.type, offsets[src.type.rank:], offsets[:src.type.rank])
+    if problem:
+        return problem
+    others = [use.owner for use in dst.uses if operation(use.owner) != copy]
+    if others:
+        return "the kernel accesses its destination tensor elsewhere too (a TMA store completes asynchronously)"
+    return _layout_problem(src.type, buffer_swizzle(src))
+
+
+def _tensor_problem(tensor: ir.Value, role: str) -> str | None:
+    if not isinstance(tensor, ir.BlockArgument) or operation(tensor.owner.owner).name != "func.func" \
+            or memory_space(tensor.type) is not None:
+        return f"its {role} is not a tensor argument of the kernel (a tensor map describes one)"
     return None
 
 
-def _start_problem(copy: ir.Operation, src_rank: int, element: int) -> str | None:
+def _conversion_problem(src: ir.MemRefType, dst: ir.MemRefType) -> str | None:
+    if src.element_type != dst.element_type:
+        return f"it converts {src.element_type} to {dst.element_type} (TMA copies bytes)"
+    return None
+
+
+def _transfer_problem(copy: ir.Operation, tensor: ir.MemRefType, tile: ir.MemRefType, tensor_offsets: list,
+                      tile_offsets: list) -> str | None:
+    """What keeps a box copy between `tensor` (at `tensor_offsets`) and the whole `tile` from being TMA's."""
+    if not 2 <= tensor.rank <= TMA_MAX_RANK:
+        return f"its tensor has {tensor.rank} dims (TMA takes 2 to {TMA_MAX_RANK} here)"
+    inner = list(tensor.shape)[1:]
+    if any(ir.ShapedType.is_dynamic_size(d) for d in inner):
+        return ("a dim of its tensor other than the outermost has a run-time size (a tensor map's byte strides "
+                "must be known multiples of 16)")
+    element = _element_bytes(tensor.element_type)
+    for d in range(len(inner)):
+        if math.prod(inner[d:]) * element % STRIDE_BYTES:
+            return f"a byte stride of its tensor, {math.prod(inner[d:]) * element}, is not a multiple of {STRIDE_BYTES}"
+    return _box_problem(copy, tile, tile_offsets) or _start_problem(tensor_offsets[-1], element)
+
+
+def _box_problem(copy: ir.Operation, tile: ir.MemRefType, tile_offsets: list) -> str | None:
+    box = [ir.IntegerAttr(a).value for a in copy.attributes["shape"]]
+    if box[-2:] != list(tile.shape) or any(extent != 1 for extent in box[:-2]):
+        return f"its box {box} is not the whole {list(tile.shape)} tile"
+    if any(constant_int(v) != 0 for v in tile_offsets):
+        return "it accesses the tile at an offset"
+    return None
+
+
+def _start_problem(inner_start: ir.Value, element: int) -> str | None:
     """A box whose inner start is off the 16-byte grain and hangs over the tensor's inner end faults on the
     H200 (illegal instruction; benchmarks/RESULTS.md, session 11): the start must be a provable multiple."""
-    inner_start = list(copy.operands)[1 + src_rank]
     if not is_multiple_of(inner_start, STRIDE_BYTES // element):
         return (f"its start along the tensor's innermost dim is not provably a multiple of {STRIDE_BYTES} bytes "
                 f"({STRIDE_BYTES // element} elements; a box off that grain faults at the tensor's edge)")

@@ -20,6 +20,18 @@ outside the tensor arrive as zeros and count as bytes all the same. Tensor maps 
 kernel function: `tile.tensor_maps = {A_map = {tensor = 0 : i64, box = [128, 64], swizzle = 128 : i64}}`
 (the kernel argument it describes, the box in elements per dim outermost first, the swizzle in
 bytes); the runtime encodes each per launch (a `__grid_constant__ CUtensorMap` parameter).
+
+The other direction (PTX ISA 9.7.9.25.5, `.global.shared::cta.bulk_group`) is tracked per thread in bulk
+async-groups, not on an mbarrier:
+
+- `tile.tma_store(src, src_indices..., coords...) {map}`: one thread's `cp.async.bulk.tensor` of the tile
+  of shared buffer `src` at `src_indices` (logical) into the box of tensor map `map` at `coords`; elements
+  of the box outside the tensor are not written. The shared tile is read asynchronously: the writes that
+  filled it must be fenced to the async proxy (`tile.fence_proxy_async` by each writer before the barrier
+  the issuing thread passes), and nothing may write it again before the issuing thread's wait;
+- `tile.bulk_commit_group()`: the thread's bulk stores issued since its last commit form a group;
+- `tile.bulk_wait_group_read() {pending}`: until at most `pending` of the thread's committed groups still
+  read their shared source (the global writes may still be in flight; they are visible when the kernel ends).
 """
 
 from collections.abc import Sequence
@@ -161,6 +173,72 @@ class TmaLoadOp(Tile.Operation, name="tma_load"):
         return None
 
 
+class TmaStoreOp(Tile.Operation, name="tma_store"):
+    """One thread's `cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group`: the tile of `src` at
+    `src_indices` into the box of tensor map `map` at `coords` (outermost first); the box's elements outside
+    the tensor are dropped.
+
+        "tile.tma_store"(%C_s, %c0, %c0, %row, %col) {map = "C_map"}
+            : (memref<128x64xbf16, "shared">, index, index, index, index) -> ()
+    """
+
+    src: Operand[ir.MemRefType]
+    indices: Sequence[Operand[ir.IndexType]]
+    map: ir.StringAttr
+
+    @_checked
+    def verify_invariants(self):
+        operands = list(self.operation.operands)
+        src = operands[0].type
+        if memory_space(src) != SHARED:
+            return f"src must be a shared buffer, got {src}"
+        problem = _launch_problem(self)
+        if problem:
+            return problem
+        name = ir.StringAttr(self.operation.attributes["map"]).value
+        declared = tensor_map(self.operation, name)
+        if isinstance(declared, str):
+            return declared
+        rank = len(declared.box)
+        if len(operands) - 1 != src.rank + rank:
+            return (f"expects {src.rank} src indices and {rank} coordinates (the rank of tensor map '{name}'), "
+                    f"got {len(operands) - 1} index operands")
+        if str(src.element_type) != declared.element_type:
+            return f"src holds {src.element_type} but tensor map '{name}' describes {declared.element_type}"
+        return None
+
+
+class BulkCommitGroupOp(Tile.Operation, name="bulk_commit_group"):
+    """`cp.async.bulk.commit_group`: the thread's bulk stores since its last commit become one group.
+
+        "tile.bulk_commit_group"() : () -> ()
+    """
+
+    @_checked
+    def verify_invariants(self):
+        return _launch_problem(self)
+
+
+MAX_BULK_PENDING = 63
+
+
+class BulkWaitGroupReadOp(Tile.Operation, name="bulk_wait_group_read"):
+    """`cp.async.bulk.wait_group.read pending`: until at most `pending` of the thread's committed bulk groups
+    still read their shared sources.
+
+        "tile.bulk_wait_group_read"() {pending = 0 : i64} : () -> ()
+    """
+
+    pending: ir.IntegerAttr
+
+    @_checked
+    def verify_invariants(self):
+        pending = _int_attr(self, "pending")
+        if pending is None or not 0 <= pending <= MAX_BULK_PENDING:
+            return f"'pending' must be an integer in 0..{MAX_BULK_PENDING}, got {self.operation.attributes['pending']}"
+        return _launch_problem(self)
+
+
 class TensorMap:
     """A `tile.tensor_maps` entry of the kernel function: the argument it describes, its box and swizzle."""
 
@@ -246,5 +324,19 @@ def tma_load(dst, bars, dst_indices, bar_index, coords, map_name: str, *, loc=No
     return _without_segments(op)
 
 
+def tma_store(src, src_indices, coords, map_name: str, *, loc=None, ip=None) -> TmaStoreOp:
+    op = TmaStoreOp(src, [*src_indices, *coords], ir.StringAttr.get(map_name), loc=loc, ip=ip)
+    return _without_segments(op)
+
+
+def bulk_commit_group(*, loc=None, ip=None) -> BulkCommitGroupOp:
+    return BulkCommitGroupOp(loc=loc, ip=ip)
+
+
+def bulk_wait_group_read(pending: int = 0, *, loc=None, ip=None) -> BulkWaitGroupReadOp:
+    return BulkWaitGroupReadOp(_i64(pending), loc=loc, ip=ip)
+
+
 BULK_COPY_OPS = ("tile.mbarrier_init", "tile.mbarrier_arrive_expect_tx", "tile.mbarrier_arrive",
-                 "tile.mbarrier_wait", "tile.fence_mbarrier_init", "tile.tma_load")
+                 "tile.mbarrier_wait", "tile.fence_mbarrier_init", "tile.tma_load", "tile.tma_store",
+                 "tile.bulk_commit_group", "tile.bulk_wait_group_read")

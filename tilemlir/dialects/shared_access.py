@@ -22,6 +22,7 @@ SHARED_INDEXED: dict[str, tuple[int, int]] = {
     "tile.ldmatrix": (0, 2),
     "tile.wgmma_desc": (0, 1),
     "tile.tma_load": (0, 2),
+    "tile.tma_store": (0, 1),
     "tile.atomic_add": (0, 2),
 }
 

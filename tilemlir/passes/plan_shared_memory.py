@@ -13,9 +13,9 @@ the kernel's limit at load past 48 KiB:
   then still touch the old one while another writes the new one;
 - buffers are placed in the order they are allocated at the lowest offset that overlaps no buffer
   placed before that it may not share with (first fit), aligned as `shared_layouts.buffer_alignment` says:
-  8W bytes for a `tile.swizzle = W` buffer a `tile.wgmma_desc` reads or a `tile.tma_load` writes, 1024 for any
+  8W bytes for a `tile.swizzle = W` buffer a `tile.wgmma_desc` reads or a TMA box writes or reads, 1024 for any
   other 128-byte swizzle (the address bits the pattern XORs are then those of the offset, as TMA and wgmma read
-  them), 128 for an unswizzled buffer TMA writes, else 16;
+  them), 128 for an unswizzled buffer TMA writes or reads, else 16;
 - with the `arch` option, more than `arch` lets one block use (`tilemlir.hardware.max_shared_bytes`)
   is a CompileError at the kernel naming its largest buffers. The compile pipeline runs it without
   (it does not know the target); the CUDA emitter checks the planned offsets against the compile's
