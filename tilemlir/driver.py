@@ -62,7 +62,10 @@ def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_special
     if tma:
         from tilemlir.passes.plan_pipeline import PlanPipelineOptions
 
-        passes = [("plan-pipeline", PlanPipelineOptions(tma=True)) if p == "plan-pipeline" else p for p in passes]
+        from tilemlir.passes.select_tma_stores import SelectTmaStoresOptions
+
+        enabled = {"plan-pipeline": PlanPipelineOptions(tma=True), "select-tma-stores": SelectTmaStoresOptions(enable=True)}
+        passes = [(p, enabled[p]) if p in enabled else p for p in passes]
     if warp_specialize:
         from tilemlir.passes.warp_specialize import WarpSpecializeOptions
 

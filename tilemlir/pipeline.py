@@ -30,6 +30,10 @@ def thread_pipeline() -> list[str]:
         # iteration; before lower-tile-ops, which marks the ring copies' stores asynchronous, and
         # partition-threads, whose barrier planner leaves the rings to that one barrier.
         "plan-pipeline",
+        # With tma=True (else a no-op): copies of a whole shared tile into a tensor argument (a staged epilogue)
+        # become TMA stores; needs the tile's swizzle from select-shared-layouts, before lower-tile-ops, which
+        # keeps them whole, and partition-threads, whose barrier planner sees each as every thread's read.
+        "select-tma-stores",
         # Copies, fills and reductions become element loops, warp shuffles and shared
         # exchanges while fragments are still whole tiles, so they can follow the layouts.
         "lower-tile-ops",
@@ -42,6 +46,10 @@ def thread_pipeline() -> list[str]:
         # elected thread's TMA boxes on mbarriers: thread-level ops, so after partition-threads; after
         # lower-gemm-mma, whose proxy fences are for generic-proxy writers, which TMA is not.
         "tma-copies",
+        # The marked stores become thread 0's boxes after a proxy fence and the planned barrier: thread-level
+        # ops, so after partition-threads; after tma-copies, whose tensor maps they share; before warp-specialize,
+        # which keeps them with the consumers (they are not the producer's issues).
+        "tma-stores",
         # With warp_specialize=True (else a no-op): tma-copies' issues go to an added producer warpgroup, the
         # user's threads consume through full/empty mbarriers; needs tma-copies' thread-level form, before the
         # final stage's guards and shared-memory plan see the launch.

@@ -2,8 +2,9 @@
 
 Takes tile-level IR after infer-layouts (every fragment and every static
 tile.parallel has a `layout`). Gives tile-level IR without tile.copy (but
-the `tile.tma` ring copies plan-pipeline marked, which tma-copies lowers at
-the thread level), tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
+the `tile.tma` ring copies plan-pipeline marked and the `tile.tma_store` copies
+select-tma-stores marked, which tma-copies and tma-stores lower at the thread
+level), tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
 split into scalar ones; tile.gemm is left alone (lower-gemm-simt lowers
 it, before infer-layouts). What replaces them:
 
@@ -54,7 +55,7 @@ from tilemlir.analysis.fragment_moves import copy_is_register_local, reduction_t
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR
-from tilemlir.analysis.tma_boxes import TMA_ATTR
+from tilemlir.analysis.tma_boxes import TMA_ATTR, TMA_STORE_ATTR
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
@@ -90,7 +91,7 @@ class _KernelLowering:
         ops = list(walk_ops(self.kernel))
         self._mark_padding(ops)
         for op in ops:
-            if op.name == "tile.copy" and TMA_ATTR not in op.attributes:
+            if op.name == "tile.copy" and TMA_ATTR not in op.attributes and TMA_STORE_ATTR not in op.attributes:
                 src, dst = op.operands[0], op.operands[1]
                 offsets = list(op.operands[2:])
                 box = [a.value for a in op.attributes["shape"]]

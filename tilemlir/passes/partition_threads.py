@@ -1,7 +1,8 @@
 """partition-threads: tile level to thread level (SIMT), as docs/ir.md's thread-level section describes.
 
 Takes tile-level IR after lower-tile-ops (no tile.copy/fill/reduce left
-but `tile.tma` ring copies, which stay as they are for tma-copies; every static tile.parallel and every fragment has a `layout`). Gives, per
+but `tile.tma` ring copies and `tile.tma_store` copies, which stay as they are for tma-copies and
+tma-stores; every static tile.parallel and every fragment has a `layout`). Gives, per
 kernel:
 
 - `tile.kernel` -> one `gpu.launch` (grid from the kernel's grid operands,
@@ -63,7 +64,7 @@ from tilemlir.analysis.barriers import plan_barriers
 from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
-from tilemlir.analysis.tma_boxes import TMA_ATTR
+from tilemlir.analysis.tma_boxes import TMA_ATTR, TMA_STORE_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, memory_space, rasterization
 from tilemlir.dialects.tensor_core_ops import GEMM_MNK_ATTR, MMA_ATTR
@@ -121,7 +122,7 @@ class _KernelPartition:
 
     def _check_lowered(self) -> None:
         for op in walk_ops(self.kernel):
-            if op.name in _UNLOWERED and TMA_ATTR not in op.attributes:
+            if op.name in _UNLOWERED and TMA_ATTR not in op.attributes and TMA_STORE_ATTR not in op.attributes:
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
             if op.name == "tile.gemm" and MMA_ATTR not in op.attributes:
                 raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")

@@ -30,12 +30,12 @@ from __future__ import annotations
 from tilemlir.analysis.tma_boxes import TMA_ATTR, TmaBoxes, buffer_swizzle, tile_boxes
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy
-from tilemlir.dialects.bulk_copy import TENSOR_MAPS_ATTR
 from tilemlir.dialects.tile import SHARED
 from tilemlir.ir_util import constant_int, enclosing, operation, ops_named, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
+from tilemlir.rewriting.tensor_maps import TensorMaps, fresh_name
 from tilemlir.rewriting.thread_builder import Builder
 
 FULL_BARRIERS = "full"
@@ -60,19 +60,19 @@ class _LaunchTma:
         self.threads = constant_int(launch.opview.blockSizeX)
         self.pool: dict = {}  # the launch's constants, made once
         self.top = Builder(ir.InsertionPoint.at_block_begin(self.body), launch.location, self.body, self.pool)
-        self.maps: dict[tuple[int, tuple[int, ...], int], str] = {}
+        self.maps = TensorMaps(self.function)
 
     def lower(self) -> None:
         loops = self._loops()
         names = {self._buffer_name(op) for op in walk_ops(self.launch) if op.name == "memref.alloca"}
         for loop in loops:
-            name = _fresh(FULL_BARRIERS, names)
+            name = fresh_name(FULL_BARRIERS, names)
             full = self._full_barriers(loop, name)
             issue = _top_level([c for c in self.copies if _inside(c, loop)][-1], loop)
             for group in self._groups(loop):
                 self._issue(group, full)
             self._wait(loop, issue, full)
-        self._declare_maps()
+        self.maps.declare()
 
     # ------------------------------------------------------------ structure
 
@@ -153,7 +153,7 @@ class _LaunchTma:
         src, ring = copy.operands[0], copy.operands[1]
         offsets = list(copy.operands)[2:]
         coords = offsets[:src.type.rank]
-        name = self._map(src, box)
+        name = self.maps.name(src, box.box, box.swizzle)
         for panel in range(box.panels):
             column = panel * box.panel_columns
             panel_coords = [*coords[:-1], b.add(coords[-1], column)]
@@ -176,34 +176,6 @@ class _LaunchTma:
         t = b.div(t, known_step) if known_step is not None else b.op(
             "arith.divui", [t, step], [t.type]).result
         bulk_copy.mbarrier_wait(full, b.rem(t, stages), b.rem(b.div(t, stages), 2), loc=loop.location, ip=b.ip)
-
-    # ------------------------------------------------------------ tensor maps
-
-    def _map(self, tensor: ir.Value, box: TmaBoxes) -> str:
-        key = (tensor.arg_number, box.box, box.swizzle)
-        if key not in self.maps:
-            names = set(self.maps.values()) | set(self._declared())
-            self.maps[key] = _fresh(f"{self._arg_name(tensor.arg_number)}_map", names)
-        return self.maps[key]
-
-    def _declared(self) -> dict[str, ir.Attribute]:
-        if TENSOR_MAPS_ATTR not in self.function.attributes:
-            return {}
-        maps = ir.DictAttr(self.function.attributes[TENSOR_MAPS_ATTR])
-        return {maps[i].name: maps[i].attr for i in range(len(maps))}
-
-    def _declare_maps(self) -> None:
-        entries = self._declared()
-        for (tensor, box, swizzle), name in self.maps.items():
-            entries[name] = bulk_copy.tensor_map_attr(tensor, box, swizzle)
-        self.function.attributes[TENSOR_MAPS_ATTR] = ir.DictAttr.get(entries)
-
-    def _arg_name(self, index: int) -> str:
-        if "tile.arg_names" in self.function.attributes:
-            names = ir.ArrayAttr(self.function.attributes["tile.arg_names"])
-            if index < len(names):
-                return ir.StringAttr(names[index]).value
-        return f"arg{index}"
 
     @staticmethod
     def _buffer_name(alloca: ir.Operation) -> str | None:
@@ -247,11 +219,3 @@ def _top_level(op: ir.Operation, loop: ir.Operation) -> ir.Operation:
     while operation(op.parent) != loop:
         op = operation(op.parent)
     return op
-
-
-def _fresh(base: str, taken: set) -> str:
-    name, n = base, 1
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    taken.add(name)
-    return name

@@ -132,3 +132,35 @@ func.func @neighbours(%A: memref<128xf32>, %n: index) attributes {tile.entry} {
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// -----
+
+#pair = affine_map<(d0, d1) -> (d0 * 2 + d1 floordiv 64)>
+#reg = affine_map<(d0, d1) -> (d1 mod 64)>
+// A TMA store (select-tma-stores' tile.tma_store copy) reads the whole tile for every thread: a barrier after
+// the threads' writes of it, and another before the next writes, in the next iteration of the loop.
+func.func @tma_store(%C: memref<?x128xf32>) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %cs = "tile.alloc_shared"() {name = "C_s"} : () -> memref<64x128xf32, "shared">
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    scf.for %i = %c0 to %c4 step %c1 {
+      // expected-remark @+1 {{gpu.barrier before this op: it writes shared 'C_s' that another thread read at line 161}}
+      "tile.parallel"(%c64, %c128) ({
+      ^bb0(%r: index, %c: index):
+        %v = arith.constant 1.0 : f32
+        memref.store %v, %cs[%r, %c] : memref<64x128xf32, "shared">
+        "tile.yield"() : () -> ()
+      }) {layout = #tile.layout<#pair, #reg, 1 : i64>} : (index, index) -> ()
+      %row = arith.muli %i, %c64 : index
+      // expected-remark @+1 {{gpu.barrier before this op: it reads shared 'C_s' that another thread wrote at line 156}}
+      "tile.copy"(%cs, %C, %c0, %c0, %row, %c0) {shape = [64, 128], tile.tma_store} : (memref<64x128xf32, "shared">, memref<?x128xf32>, index, index, index, index) -> ()
+    }
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
