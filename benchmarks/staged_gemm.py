@@ -1,7 +1,7 @@
 """examples/gemm.py's `matmul` with its result staged through shared memory, TileLang's spelling of the
-epilogue: `T.copy(C_f, C_s); T.copy(C_s, C[...])`. The accumulator's pair stores land in a swizzled shared
-tile (select-shared-layouts) and leave it as 16-byte row copies (vectorize), where the direct epilogue writes
-each lane's pairs to global memory.
+epilogue: `T.copy(C_f, C_s); T.copy(C_s, C[...])`. On sm_90a the accumulator goes into a swizzled shared tile
+(select-shared-layouts) by stmatrix and, with `tma=True`, leaves it as one thread's TMA boxes (select-tma-stores),
+where the direct epilogue writes each lane's pairs to global memory.
 
     python3 -m benchmarks.build_gemm_artifacts --example benchmarks/staged_gemm.py --tuned \
         --kernel-args '{"num_stages": 3}'

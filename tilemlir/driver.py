@@ -59,13 +59,18 @@ def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_special
 
         select = SelectMmaOptions(enable=instruction is not None, instruction=instruction or "mma_sync")
         passes = [("select-mma", select) if p == "select-mma" else p for p in passes]
+    enabled: dict = {}
+    if instruction == "wgmma":
+        from tilemlir.passes.select_stmatrix import SelectStmatrixOptions
+
+        enabled["select-stmatrix"] = SelectStmatrixOptions(enable=True)
     if tma:
         from tilemlir.passes.plan_pipeline import PlanPipelineOptions
-
         from tilemlir.passes.select_tma_stores import SelectTmaStoresOptions
 
-        enabled = {"plan-pipeline": PlanPipelineOptions(tma=True), "select-tma-stores": SelectTmaStoresOptions(enable=True)}
-        passes = [(p, enabled[p]) if p in enabled else p for p in passes]
+        enabled["plan-pipeline"] = PlanPipelineOptions(tma=True)
+        enabled["select-tma-stores"] = SelectTmaStoresOptions(enable=True)
+    passes = [(p, enabled[p]) if p in enabled else p for p in passes]
     if warp_specialize:
         from tilemlir.passes.warp_specialize import WarpSpecializeOptions
 

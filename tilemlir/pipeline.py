@@ -34,11 +34,16 @@ def thread_pipeline() -> list[str]:
         # become TMA stores; needs the tile's swizzle from select-shared-layouts, before lower-tile-ops, which
         # keeps them whole, and partition-threads, whose barrier planner sees each as every thread's read.
         "select-tma-stores",
+        # On sm_90a (tensor_cores="wgmma", else a no-op): a whole accumulator copied into a 16-bit shared tile
+        # is stored by stmatrix; needs the fragment's layout (infer-layouts), before lower-tile-ops keeps it whole
+        # for partition-threads.
+        "select-stmatrix",
         # Copies, fills and reductions become element loops, warp shuffles and shared
         # exchanges while fragments are still whole tiles, so they can follow the layouts.
         "lower-tile-ops",
-        # Only now do fragments become per-thread registers and tile.kernel a gpu.launch;
-        # barriers are placed here because only here is shared-memory traffic explicit.
+        # Only now do fragments become per-thread registers and tile.kernel a gpu.launch (select-stmatrix's
+        # copies stmatrix instructions of those registers); barriers are placed here because only here is
+        # shared-memory traffic explicit.
         "partition-threads",
         # Needs C as a register array with its layout, which only partition-threads makes.
         "lower-gemm-mma",

@@ -124,7 +124,8 @@ WS_CASES = {
                                                num_stages=4, n=4096, k=4096, persistent=True),
     "ws_persistent_bf16_128x128x64_ragged": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16",
                                                  num_stages=3, n=1000, k=1000, persistent=7),
-    # the result staged through a swizzled shared tile (bf16 out): persistent at 4096, and ragged N on 5 blocks
+    # the result staged through a swizzled shared tile (bf16 out: stmatrix in, TMA stores out): persistent at
+    # 4096, and ragged N on 5 blocks
     "ws_persistent_bf16_128x256x64_staged": dict(block_M=128, block_N=256, block_K=64, threads=256, dtype="bfloat16",
                                                  out_dtype="bfloat16", num_stages=3, n=4096, k=4096, persistent=True,
                                                  staged=True),

@@ -159,8 +159,8 @@ def test_persistent_on_few_blocks_with_ragged_edges():
 @pytest.mark.parametrize("name, m, n", [("ws_persistent_bf16_128x256x64_staged", 4095, 4096),
                                         ("ws_persistent_bf16_128x128x64_staged_ragged", 1031, 1000)])
 def test_persistent_epilogue_through_shared_memory(name, m, n):
-    """T.copy(C_f, C_s); T.copy(C_s, C): the tile's bf16 pairs into a swizzled shared tile, 16-byte rows out,
-    a named barrier between the tiles of a block's schedule; ragged M and N clip the rows and columns."""
+    """T.copy(C_f, C_s); T.copy(C_s, C): stmatrix into a swizzled shared tile, thread 0's TMA boxes out, the
+    boxes' reads waited for before the next tile's epilogue; TMA clips the ragged M and N."""
     assert run(mma_kernel(name), m, n, n, False, False, "bfloat16", "bfloat16") <= 1e-2
 
 

@@ -435,7 +435,7 @@ def test_builder_starts_from_the_tuned_config(tmp_path):
 
 def test_builder_builds_another_example_and_records_it(tmp_path):
     """--example benchmarks/staged_gemm.py: the same factory arguments, the result staged through a shared tile
-    whose rows leave as 16-byte vectors; the manifest names the module the kernel came from."""
+    (stmatrix in, TMA boxes out); the manifest names the module the kernel came from."""
     assert build_gemm_artifacts.main(["--out", str(tmp_path), "--shapes", "64x128x64", "--dtypes", "bf16",
                                       "--example", str(ROOT / "benchmarks" / "staged_gemm.py"),
                                       "--kernel-args", '{"block_M": 64, "block_N": 64, "block_K": 64}',
@@ -444,4 +444,5 @@ def test_builder_builds_another_example_and_records_it(tmp_path):
     assert entry["factory"] == "benchmarks/staged_gemm.py:matmul"
     (device_source,) = [p for p in (tmp_path / "gemm_bf16_n128_k64").glob("*.cu") if not p.stem.endswith("_host")]
     source = device_source.read_text()
-    assert "tl_wgmma_m64n64k16_" in source and "*reinterpret_cast<bf16x8*>(&C[" in source
+    assert "tl_wgmma_m64n64k16_" in source and "tl_stmatrix_x4_f32_bf16(&C_s[" in source
+    assert "tl_tma_store_2d(&C_map, &C_s[" in source and "&C[" not in source.split("gemm(", 1)[1]

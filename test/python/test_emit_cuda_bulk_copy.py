@@ -1,14 +1,15 @@
 """The CUDA of TMA-fed GEMMs (emit_cuda/bulk_copy.py): the mbarrier and TMA helpers, a whole wgmma kernel with
 tma=True through NVRTC for sm_90a and ptxas's report on it (no spills, no serialized wgmma), its tensor-map
-parameters in the signature, and the option's arch check."""
+parameters in the signature, and the option's arch check; TMA stores and their bulk groups from a hand-written
+thread-level kernel through NVRTC."""
 
 import re
 
 import pytest
 
-from support import static_gemm
+from support import body_of, compiles, emit_text, kernel_module, static_gemm
 from tilemlir.diagnostics import CompileError
-from tilemlir.emit_cuda.bulk_copy import tma_load_helper
+from tilemlir.emit_cuda.bulk_copy import tma_load_helper, tma_store_helper
 from tilemlir.runtime.nvrtc import CompileOptions, ptxas_report
 
 
@@ -18,6 +19,72 @@ def test_the_tma_helper_lists_coordinates_innermost_first():
     assert "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes" in text
     assert "[%0], [%1, {%3, %4, %5}], [%2];" in text
     assert '"r"(c0), "r"(c1), "r"(c2)' in text
+
+
+def test_the_tma_store_helper_lists_coordinates_innermost_first():
+    name, text = tma_store_helper(3)
+    assert name == "tl_tma_store_3d"
+    assert "(const CUtensorMap* map, const void* src, int c0, int c1, int c2)" in text
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" in text
+    assert '"r"(c0), "r"(c1), "r"(c2)' in text
+
+
+# every thread fills two 16 x 64 halves of a shared tile and fences; thread 0 stores each half's box (the
+# second 8 rows further down, pending 1 then 0 to show the count is an immediate)
+STORE_BODY = """
+      %cs = memref.alloca() {name = "C_s"} : memref<2x16x64xbf16, "shared">
+      %row = arith.muli %bx, %c32 : index
+      scf.for %i = %c0 to %c32 step %c1 {
+        %r = arith.addi %row, %i : index
+        %v = memref.load %X[%r, %tx] : memref<?x64xbf16>
+        %h = arith.remui %i, %c2 : index
+        %s = arith.divui %i, %c2 : index
+        memref.store %v, %cs[%h, %s, %tx] : memref<2x16x64xbf16, "shared">
+      }
+      "tile.fence_proxy_async"() : () -> ()
+      gpu.barrier
+      %is0 = arith.cmpi eq, %tx, %c0 : index
+      scf.if %is0 {
+        %second = arith.addi %row, %c8 : index
+        "tile.tma_store"(%cs, %c0, %c0, %c0, %row, %c0) {map = "C_map"}
+            : (memref<2x16x64xbf16, "shared">, index, index, index, index, index) -> ()
+        "tile.bulk_commit_group"() : () -> ()
+        "tile.tma_store"(%cs, %c1, %c0, %c0, %second, %c0) {map = "C_map"}
+            : (memref<2x16x64xbf16, "shared">, index, index, index, index, index) -> ()
+        "tile.bulk_commit_group"() : () -> ()
+        "tile.bulk_wait_group_read"() {pending = 1 : i64} : () -> ()
+        "tile.bulk_wait_group_read"() {pending = 0 : i64} : () -> ()
+      }
+"""
+
+
+def test_tma_stores_commit_and_wait_are_one_helper_call_each_and_compile_for_hopper():
+    emitted = emit_text(kernel_module(STORE_BODY, [("X", "memref<?x64xbf16>"), ("C", "memref<?x64xbf16>")],
+                                      attrs=", tile.tensor_maps = {C_map = {tensor = 1 : i64, box = [16, 64], "
+                                            "swizzle = 128 : i64}}"))
+    body = body_of(emitted.source)
+    assert "const __grid_constant__ CUtensorMap C_map" in body
+    issue = re.search(r"if \(tx == 0\) \{\s+"
+                      r"tl_tma_store_2d\(&C_map, &C_s\[0\]\[0\]\[0\], \(int\)0, \(int\)(\w+)\);\s+"
+                      r"tl_bulk_commit_group\(\);\s+"
+                      r"tl_tma_store_2d\(&C_map, &C_s\[1\]\[0\]\[0\], \(int\)0, \(int\)\(\1 \+ 8\)\);\s+"
+                      r"tl_bulk_commit_group\(\);\s+"
+                      r"tl_bulk_wait_group_read<1>\(\);\s+tl_bulk_wait_group_read<0>\(\);\s+\}", body)
+    assert issue, body
+    assert body.index("tl_fence_proxy_async();") < body.index("__syncthreads();") < issue.start()
+    prelude = emitted.source[:emitted.source.index('extern "C"')]
+    assert prelude.count("tl_tma_store_2d(") == 1 and prelude.count("void tl_bulk_commit_group()") == 1
+    assert prelude.index("CUtensorMap_st") < prelude.index("tl_tma_store_2d(")
+    ptx = compiles(emitted)
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group \[%rd\d+, \{%r\d+, %r\d+\}\], "
+                          r"\[%r\d+\];", ptx)) == 2, ptx
+    assert ptx.count("cp.async.bulk.commit_group;") == 2
+    assert "cp.async.bulk.wait_group.read 1;" in ptx and "cp.async.bulk.wait_group.read 0;" in ptx
+
+
+def test_a_kernel_without_stores_has_no_bulk_group_helpers(tma_kernel):
+    source = tma_kernel.cuda_source()
+    assert "tl_tma_store" not in source and "tl_bulk_commit_group" not in source and "wait_group.read" not in source
 
 
 @pytest.fixture(scope="module")

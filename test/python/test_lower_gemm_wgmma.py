@@ -61,21 +61,25 @@ FP8 = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e
 
 
 def test_a_bf16_epilogue_through_a_swizzled_shared_tile(rng):
-    """The tile the accumulator is staged in is swizzled: each lane stores its bf16 pairs in 4 bytes, the copy
-    out reads 16-byte rows; simulated thread by thread (races checked), C equals the direct epilogue's."""
+    """The tile the accumulator is staged in is swizzled; wgmma's accumulator goes in by stmatrix (mma.sync's,
+    on sm_90a without wgmma, by a 4-byte store of each lane's bf16 pair), the copy out reads 16-byte rows (or
+    with tma=True is a TMA store); simulated thread by thread (races checked), C equals the direct epilogue's."""
     m, n, k = 136, 256, 192
     staged = static_gemm(128, 256, 64, n=n, k=k, threads=256, shared_epilogue=True, c_dtype="bfloat16")
     direct = static_gemm(128, 256, 64, n=n, k=k, threads=256, c_dtype="bfloat16")
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((k, n)).astype(ml_dtypes.bfloat16)
-    options = dict(level="thread", tensor_cores="wgmma", tma=True)
-    got = staged.compile("cpu", **options)(a, b)
-    assert np.array_equal(got, direct.compile("cpu", **options)(a, b))
-    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-2
-    source = staged.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True).cuda_source()
-    assert "128 x 256, swizzled in 128-byte panels" in source.split("C_s =", 1)[1].split("\n", 1)[0]
-    assert source.count("*reinterpret_cast<bf16x2*>(&C_s[") == 1
-    assert source.count("*reinterpret_cast<const bf16x8*>(&C_s[") == 2  # the interior's and the ragged tail's
+    for tma in (False, True):
+        options = dict(level="thread", tensor_cores="wgmma", tma=tma)
+        got = staged.compile("cpu", **options)(a, b)
+        assert np.array_equal(got, direct.compile("cpu", **options)(a, b))
+        assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-2
+    for tensor_cores, stmatrix, pairs in (("wgmma", 16, 0), ("mma_sync", 0, 1)):
+        source = staged.compile("cuda", arch="sm_90a", tensor_cores=tensor_cores).cuda_source()
+        assert "128 x 256, swizzled in 128-byte panels" in source.split("C_s =", 1)[1].split("\n", 1)[0]
+        assert source.count("tl_stmatrix_x4_f32_bf16(&C_s[") == stmatrix
+        assert source.count("*reinterpret_cast<bf16x2*>(&C_s[") == pairs
+        assert source.count("*reinterpret_cast<const bf16x8*>(&C_s[") == 2  # the interior's and the ragged tail's
 
 
 @pytest.mark.parametrize("block, threads, stages, shape, a_dtype, b_dtype", [

@@ -10,7 +10,9 @@ since the last barrier, or writes what another thread read since then
 second time with what the end of the body leaves, for the hazards between
 one iteration and the next. Pipeline rings (`tile.ring`) are left out:
 plan-pipeline's one barrier per iteration orders them. A `tile.tma_store` copy
-(select-tma-stores) reads its whole tile on behalf of every thread.
+(select-tma-stores) reads its whole tile on behalf of every thread; a `tile.stmatrix`
+copy (select-stmatrix) writes its whole tile so (a lane stores rows that other lanes'
+registers hold).
 
 Between tile operations a whole `tile.parallel` is one step: accesses of two
 parallel loops with the same thread map and the same index variables are one
@@ -40,6 +42,7 @@ import numpy as np
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.shared_layouts import RING_ATTR
+from tilemlir.analysis.stmatrix_stores import STMATRIX_ATTR
 from tilemlir.analysis.tma_boxes import TMA_STORE_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import SHARED, THREAD_LOOP_ATTR, layout_parts, memory_space
@@ -348,6 +351,8 @@ def _accesses(op: ir.Operation) -> list[SharedAccess]:
         return [_parallel_access(op, inner) for inner in walk_ops(op) if _shared_operand(inner) is not None]
     if op.name == "tile.copy" and TMA_STORE_ATTR in op.attributes:  # one thread's TMA boxes: no thread's own
         return [SharedAccess(op.operands[0], False, False, None, op)]
+    if op.name == "tile.copy" and STMATRIX_ATTR in op.attributes:  # each lane stores rows other lanes hold
+        return [SharedAccess(op.operands[1], True, False, None, op)]
     return [SharedAccess(_shared_operand(inner), _writes(inner), _atomic(inner), None, inner)
             for inner in [op, *walk_ops(op)] if _shared_operand(inner) is not None]
 

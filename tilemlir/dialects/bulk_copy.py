@@ -38,7 +38,7 @@ from collections.abc import Sequence
 
 from tilemlir.dialects.tile import SHARED, Tile, _checked, _i64, _int_attr, _without_segments, memory_space
 from tilemlir.dialects.warpgroup import _launch_problem
-from tilemlir.ir_util import enclosing
+from tilemlir.ir_util import enclosing, walk_ops
 from tilemlir.mlir import ext, ir
 
 Operand = ext.Operand
@@ -292,6 +292,17 @@ def _parse_map(func: ir.Operation, name: str, entry: ir.DictAttr) -> "TensorMap 
         return (f"{where}: the box's inner dim is {inner_bytes} bytes: it must be a multiple of 16 and, "
                 f"swizzled, at most the {swizzle}-byte swizzle")
     return TensorMap(name, tensor, box, swizzle, element)
+
+
+def stored_tensors(function: ir.Operation) -> set[int]:
+    """The argument numbers of the tensors `function`'s TMA stores write (through a map, not an operand)."""
+    stored = set()
+    for op in walk_ops(function):
+        if op.name == "tile.tma_store":
+            declared = tensor_map(op, ir.StringAttr(op.attributes["map"]).value)
+            if isinstance(declared, TensorMap):
+                stored.add(declared.tensor)
+    return stored
 
 
 def tensor_map_attr(tensor: int, box: Sequence[int], swizzle: int) -> ir.DictAttr:

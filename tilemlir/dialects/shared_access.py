@@ -20,6 +20,7 @@ SHARED_INDEXED: dict[str, tuple[int, int]] = {
     "vector.store": (1, 2),
     "tile.cp_async": (0, 2),
     "tile.ldmatrix": (0, 2),
+    "tile.stmatrix": (0, 2),
     "tile.wgmma_desc": (0, 1),
     "tile.tma_load": (0, 2),
     "tile.tma_store": (0, 1),

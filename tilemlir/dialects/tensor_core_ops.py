@@ -1,12 +1,12 @@
-"""Thread-level tensor-core ops of the `tile` dialect: `tile.ldmatrix` and `tile.mma_sync`.
+"""Thread-level tensor-core ops of the `tile` dialect: `tile.ldmatrix`, `tile.stmatrix` and `tile.mma_sync`.
 
 At the thread level registers live in "local" arrays indexed by constants
 (docs/ir.md), so these ops read and write constant-offset slices of such
 arrays instead of taking SSA vectors as nvgpu's ops do. Each is one warp
 instruction: every lane of the warp runs it together (docs/tensor_cores.md).
 
-Shared indices are logical (as in `memref.load`); `tile.ldmatrix` has its entry in
-`dialects/shared_access.SHARED_INDEXED`, so a pass that rewrites shared indices
+Shared indices are logical (as in `memref.load`); `tile.ldmatrix` and `tile.stmatrix` have their
+entries in `dialects/shared_access.SHARED_INDEXED`, so a pass that rewrites shared indices
 (materialize-shared-layouts) finds them as for every other shared access.
 """
 
@@ -21,7 +21,7 @@ from tilemlir.mlir import ext, ir
 
 Operand = ext.Operand
 
-LDMATRIX_COUNTS = (1, 2, 4)
+MATRIX_COUNTS = (1, 2, 4)  # 8x8 matrices an ldmatrix or stmatrix moves: .x1, .x2, .x4
 MMA_SHAPES = ("m16n8k16",)
 MMA_OPERAND_TYPES = ("f16", "bf16")
 # mma.sync m16n8k16 per lane: A 4 registers (8 halves), B 2, C/D 4 elements (f32, or f16 packed in pairs)
@@ -38,6 +38,20 @@ def _slice_problem(label: str, type_: ir.Type, offset: int | None, count: int, e
         return f"'{label}_offset' must be an integer"
     if offset < 0 or offset + count > type_.shape[0]:
         return f"{label} slice [{offset}, {offset + count}) leaves the {type_.shape[0]}-element array"
+    return None
+
+
+def _row_buffer_problem(label: str, type_: ir.Type, indices: int) -> str | None:
+    """Whether `type_` is a shared buffer of 16-bit elements whose rows hold whole 16-byte rows,
+    indexed by `indices` logical indices."""
+    if memory_space(type_) != SHARED:
+        return f"{label} must be a shared buffer, got {type_}"
+    if not isinstance(type_.element_type, ir.FloatType) or type_.element_type.width != 16:
+        return f"{label} must hold 16-bit elements (f16 or bf16), got {type_.element_type}"
+    if indices != type_.rank:
+        return f"expects {type_.rank} indices (rank of {label}), got {indices}"
+    if type_.shape[-1] % 8:
+        return f"{label} rows must hold whole 16-byte rows of 8 elements, but its last dim is {type_.shape[-1]}"
     return None
 
 
@@ -65,20 +79,73 @@ class LdmatrixOp(Tile.Operation, name="ldmatrix"):
     def verify_invariants(self):
         operands = list(self.operation.operands)
         src, dst = operands[0].type, operands[1].type
-        if memory_space(src) != SHARED:
-            return f"src must be a shared buffer, got {src}"
-        if not isinstance(src.element_type, ir.FloatType) or src.element_type.width != 16:
-            return f"src must hold 16-bit elements (f16 or bf16), got {src.element_type}"
-        if len(operands) - 2 != src.rank:
-            return f"expects {src.rank} indices (rank of src), got {len(operands) - 2}"
-        if src.shape[-1] % 8:
-            return f"src rows must hold whole 16-byte rows of 8 elements, but its last dim is {src.shape[-1]}"
+        problem = _row_buffer_problem("src", src, len(operands) - 2)
+        if problem:
+            return problem
         count = _int_attr(self, "count")
-        if count not in LDMATRIX_COUNTS:
+        if count not in MATRIX_COUNTS:
             return f"count must be 1, 2 or 4, got {count}"
         if _bool_attr(self, "trans") is None:
             return "'trans' must be a boolean"
         return _slice_problem("dst", dst, _int_attr(self, "dst_offset"), count, "i32")
+
+
+def stmatrix_registers(op) -> list[int] | None:
+    """The `registers` offsets of a tile.stmatrix (one per matrix), or None if not all integers."""
+    attr = op.operation.attributes["registers"]
+    if not all(isinstance(r, ir.IntegerAttr) for r in attr):
+        return None
+    return [ir.IntegerAttr(r).value for r in attr]
+
+
+class StmatrixOp(Tile.Operation, name="stmatrix"):
+    """`stmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16` (sm_90): the warp stores
+    `count = len(registers)` 8x8 matrices of 16-bit elements from its registers into shared memory.
+
+    Lane l gives, in `indices`, the logical index of the first element of the 16-byte row it
+    addresses (lanes 8i..8i+7: the rows of matrix i; the row's 8 elements run along the last
+    dim; the addresses of lanes from 8 * count on are not used). Lane l's fragment of matrix i is
+    the pair (`src[registers[i]]`, `src[registers[i] + 1]`): elements (l / 4, 2 (l % 4)) and
+    (l / 4, 2 (l % 4) + 1) of the matrix, which `trans` stores transposed. `src` holds dst's
+    element type, or f32 rounded to it (to nearest, ties to even) as the elements are stored.
+
+        "tile.stmatrix"(%C_s, %C_f, %row, %col) {registers = [0, 2, 4, 6], trans = false}
+            : (memref<64x64xbf16, "shared">, memref<32xf32, "local">, index, index) -> ()
+    """
+
+    dst: Operand[ir.MemRefType]
+    src: Operand[ir.MemRefType]
+    indices: Sequence[Operand[ir.IndexType]]
+    registers: ir.ArrayAttr
+    trans: Any  # a BoolAttr; checked below
+
+    @_checked
+    def verify_invariants(self):
+        operands = list(self.operation.operands)
+        dst, src = operands[0].type, operands[1].type
+        problem = _row_buffer_problem("dst", dst, len(operands) - 2)
+        if problem:
+            return problem
+        registers = stmatrix_registers(self)
+        if registers is None:
+            return f"'registers' must be an array of integers, got {self.operation.attributes['registers']}"
+        if len(registers) not in MATRIX_COUNTS:
+            return f"'registers' must give 1, 2 or 4 register offsets (one per matrix), got {len(registers)}"
+        if _bool_attr(self, "trans") is None:
+            return "'trans' must be a boolean"
+        return _stmatrix_src_problem(src, str(dst.element_type), registers)
+
+
+def _stmatrix_src_problem(src: ir.Type, dst_element: str, registers: list[int]) -> str | None:
+    if memory_space(src) != LOCAL or src.rank != 1:
+        return f"src must be a rank-1 \"local\" register array, got {src}"
+    if str(src.element_type) not in ("f32", dst_element):
+        return f"src must hold f32 or {dst_element} (the element type of dst) elements, got {src.element_type}"
+    for offset in registers:
+        problem = _slice_problem("src", src, offset, 2, None)
+        if problem:
+            return problem
+    return None
 
 
 class MmaSyncOp(Tile.Operation, name="mma_sync"):
@@ -138,13 +205,21 @@ def ldmatrix(src, dst, indices, count: int, trans: bool, dst_offset: int, *, loc
     return op
 
 
+def stmatrix(dst, src, indices, registers: Sequence[int], trans: bool = False, *, loc=None, ip=None) -> StmatrixOp:
+    # The DSL rejects a falsy attribute value at construction, so `trans` is set after.
+    op = _without_segments(StmatrixOp(dst, src, list(indices), ir.ArrayAttr.get([_i64(r) for r in registers]),
+                                      ir.BoolAttr.get(True), loc=loc, ip=ip))
+    op.operation.attributes["trans"] = ir.BoolAttr.get(trans)
+    return op
+
+
 def mma_sync(a, b, c, operand_type: str, a_offset: int, b_offset: int, c_offset: int, shape: str = "m16n8k16", *,
              loc=None, ip=None) -> MmaSyncOp:
     return MmaSyncOp(a, b, c, ir.StringAttr.get(shape), ir.StringAttr.get(operand_type), _i64(a_offset),
                      _i64(b_offset), _i64(c_offset), loc=loc, ip=ip)
 
 
-TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.mma_sync")
+TENSOR_CORE_OPS = ("tile.ldmatrix", "tile.stmatrix", "tile.mma_sync")
 
 
 # -- the tile-level `tile.mma` attribute on tile.gemm (set by select-mma) --------------------------

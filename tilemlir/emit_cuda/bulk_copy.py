@@ -1,16 +1,19 @@
 """The mbarrier and TMA statements (`dialects/bulk_copy.py`), one line each.
 
-Each is a call of a `tl_` helper holding its PTX (ISA 9.7.13.15 mbarrier, 9.7.9.25.5 cp.async.bulk.tensor),
-generated into the prelude only when a kernel uses it:
+Each is a call of a `tl_` helper holding its PTX (ISA 9.7.13.15 mbarrier, 9.7.9.25.5 cp.async.bulk.tensor,
+9.7.9.25 cp.async.bulk.commit_group / wait_group), generated into the prelude only when a kernel uses it:
 
     tl_mbarrier_init(&full[0], 1);  tl_fence_mbarrier_init();
     tl_mbarrier_arrive_expect_tx(&full[s], 32768);  tl_mbarrier_arrive(&empty[s]);
     tl_tma_load_2d(&A_s[...], &A_map, &full[s], (int)(col), (int)(row));
     tl_mbarrier_wait(&full[s], (unsigned)(parity));
+    tl_tma_store_2d(&C_map, &C_s[...], (int)(col), (int)(row));
+    tl_bulk_commit_group();  tl_bulk_wait_group_read<0>();
 
-The TMA helper takes the tensor's coordinates innermost first, as the instruction does (the op lists
+The TMA helpers take the tensor's coordinates innermost first, as the instruction does (the ops list
 them outermost first); the map is the kernel's `const __grid_constant__ CUtensorMap` parameter, addressed
-generically. The wait spins on `try_wait.parity`, which itself suspends the thread for a while.
+generically. The wait spins on `try_wait.parity`, which itself suspends the thread for a while. The
+bulk wait's count is a template argument: the instruction takes it as an immediate.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from tilemlir.runtime.tensor_map import TENSOR_MAP_DECLARATION
 
 _SHARED = "static_cast<unsigned>(__cvta_generic_to_shared({}))"
 
-_BARRIER_HELPERS = {
+_HELPERS = {
     "tl_mbarrier_init": f"""\
 __device__ __forceinline__ void tl_mbarrier_init(void* bar, unsigned count) {{
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"({_SHARED.format("bar")}), "r"(count) : "memory");
@@ -48,6 +51,14 @@ __device__ __forceinline__ void tl_mbarrier_wait(void* bar, unsigned parity) {{
 __device__ __forceinline__ void tl_fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }""",
+    "tl_bulk_commit_group": """\
+__device__ __forceinline__ void tl_bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}""",
+    "tl_bulk_wait_group_read": """\
+template <int N> __device__ __forceinline__ void tl_bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}""",
 }
 
 
@@ -66,6 +77,20 @@ def tma_load_helper(rank: int) -> tuple[str, str]:
         "}")
 
 
+def tma_store_helper(rank: int) -> tuple[str, str]:
+    """(name, definition) of the `rank`-dimensional TMA store from shared memory, in the thread's bulk group."""
+    name = f"tl_tma_store_{rank}d"
+    coords = ", ".join(f"int c{i}" for i in range(rank))
+    operands = ", ".join(f"%{i + 2}" for i in range(rank))
+    bound = ", ".join(f'"r"(c{i})' for i in range(rank))
+    return name, (
+        f"__device__ __forceinline__ void {name}(const CUtensorMap* map, const void* src, {coords}) {{\n"
+        f'  asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{operands}}}], [%1];"\n'
+        f'               :: "l"(reinterpret_cast<unsigned long long>(map)), "r"({_SHARED.format("src")}), {bound}\n'
+        '               : "memory");\n'
+        "}")
+
+
 def _address(emitter, buffer: ir.Value, indices: list[ir.Value], op: ir.Operation) -> str:
     element = emitter.memory.element(buffer, [emitter.value(v) for v in indices], op)
     return f"&{C.paren(element, C.UNARY)}"
@@ -75,8 +100,20 @@ def _barrier(emitter, op: ir.Operation) -> str:
     return _address(emitter, op.operands[0], [op.operands[1]], op)
 
 
+def _tensor_map(emitter, op: ir.Operation, helper: str, text: str) -> str:
+    """The address of `op`'s tensor map parameter, after declaring the map type and the TMA helper."""
+    emitter.prelude.helper_text("CUtensorMap", TENSOR_MAP_DECLARATION)  # before the helper naming the type
+    emitter.prelude.helper_text(helper, text)
+    return f"&{emitter.c_names[ir.StringAttr(op.attributes['map']).value]}"
+
+
+def _coordinates(emitter, coords: list[ir.Value]) -> list[str]:
+    """The ops' coordinates (outermost first) as the instruction takes them: innermost first, as ints."""
+    return [f"(int){C.paren(emitter.value(v), C.UNARY)}" for v in reversed(coords)]
+
+
 def _helper(emitter, name: str) -> None:
-    emitter.prelude.helper_text(name, _BARRIER_HELPERS[name])
+    emitter.prelude.helper_text(name, _HELPERS[name])
 
 
 def init(emitter, op: ir.Operation) -> None:
@@ -113,14 +150,31 @@ def tma_load(emitter, op: ir.Operation) -> None:
     bar_index = operands[2 + dst.type.rank]
     coords = operands[3 + dst.type.rank:]
     name, text = tma_load_helper(len(coords))
-    emitter.prelude.helper_text("CUtensorMap", TENSOR_MAP_DECLARATION)  # before the helper naming the type
-    emitter.prelude.helper_text(name, text)
-    tensor_map = emitter.c_names[ir.StringAttr(op.attributes["map"]).value]
-    args = [_address(emitter, dst, dst_indices, op), f"&{tensor_map}", _address(emitter, bars, [bar_index], op)]
-    args += [f"(int){C.paren(emitter.value(v), C.UNARY)}" for v in reversed(coords)]
-    emitter.out.line(f"{name}({', '.join(args)});")
+    tensor_map = _tensor_map(emitter, op, name, text)
+    args = [_address(emitter, dst, dst_indices, op), tensor_map, _address(emitter, bars, [bar_index], op)]
+    emitter.out.line(f"{name}({', '.join(args + _coordinates(emitter, coords))});")
+
+
+def tma_store(emitter, op: ir.Operation) -> None:
+    operands = list(op.operands)
+    src = operands[0]
+    src_indices, coords = operands[1:1 + src.type.rank], operands[1 + src.type.rank:]
+    name, text = tma_store_helper(len(coords))
+    args = [_tensor_map(emitter, op, name, text), _address(emitter, src, src_indices, op)]
+    emitter.out.line(f"{name}({', '.join(args + _coordinates(emitter, coords))});")
+
+
+def commit_group(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_bulk_commit_group")
+    emitter.out.line("tl_bulk_commit_group();")
+
+
+def wait_group_read(emitter, op: ir.Operation) -> None:
+    _helper(emitter, "tl_bulk_wait_group_read")
+    emitter.out.line(f"tl_bulk_wait_group_read<{ir.IntegerAttr(op.attributes['pending']).value}>();")
 
 
 HANDLERS = {"tile.mbarrier_init": init, "tile.mbarrier_arrive_expect_tx": arrive_expect_tx,
             "tile.mbarrier_arrive": arrive, "tile.mbarrier_wait": wait, "tile.fence_mbarrier_init": fence_init,
-            "tile.tma_load": tma_load}
+            "tile.tma_load": tma_load, "tile.tma_store": tma_store, "tile.bulk_commit_group": commit_group,
+            "tile.bulk_wait_group_read": wait_group_read}

@@ -319,6 +319,9 @@ class KernelEmitter:
     def _ldmatrix(self, op: ir.Operation) -> None:
         self.tensor_cores.ldmatrix(op)
 
+    def _stmatrix(self, op: ir.Operation) -> None:
+        self.tensor_cores.stmatrix(op)
+
     def _mma_sync(self, op: ir.Operation) -> None:
         self.tensor_cores.mma_sync(op)
 
@@ -458,6 +461,7 @@ _HANDLERS = {
     "gpu.barrier": KernelEmitter._barrier,
     "tile.atomic_add": KernelEmitter._atomic_add,
     "tile.ldmatrix": KernelEmitter._ldmatrix,
+    "tile.stmatrix": KernelEmitter._stmatrix,
     "tile.mma_sync": KernelEmitter._mma_sync,
     "tile.wgmma_desc": lambda emitter, op: emitter.warpgroup.descriptor(op),
     "tile.wgmma": lambda emitter, op: emitter.warpgroup.wgmma(op),

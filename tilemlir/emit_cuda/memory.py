@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from tilemlir.analysis.shared_layouts import alloca_alignment
 from tilemlir.diagnostics.reporting import error
+from tilemlir.dialects.bulk_copy import stored_tensors
 from tilemlir.dialects.tile import memory_space
 from tilemlir.emit_cuda import cexpr as C
 from tilemlir.emit_cuda import irutil
@@ -170,7 +171,8 @@ def _bytes(type_: ir.MemRefType) -> int:
 
 
 def _written_memrefs(func: ir.Operation) -> set:
-    written = set()
+    arguments = func.regions[0].blocks[0].arguments
+    written = {arguments[i] for i in stored_tensors(func)}
     for op in irutil.walk(func):
         if op.name in ("memref.store", "vector.store"):
             written.add(op.operands[1])

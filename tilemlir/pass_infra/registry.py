@@ -99,6 +99,7 @@ PASS_MODULES: dict[str, str] = {
     "scalarize-bool-vectors": "tilemlir.backends.cpu.scalarize_bool_vectors",
     "select-mma": "tilemlir.passes.select_mma",
     "select-shared-layouts": "tilemlir.passes.select_shared_layouts",
+    "select-stmatrix": "tilemlir.passes.select_stmatrix",
     "select-tma-stores": "tilemlir.passes.select_tma_stores",
     "simulate-threads": "tilemlir.backends.cpu.simulate_threads",
     "strip-tile-attributes": "tilemlir.backends.cpu.strip_tile_attributes",

@@ -2,9 +2,10 @@
 
 Takes tile-level IR after infer-layouts (every fragment and every static
 tile.parallel has a `layout`). Gives tile-level IR without tile.copy (but
-the `tile.tma` ring copies plan-pipeline marked and the `tile.tma_store` copies
-select-tma-stores marked, which tma-copies and tma-stores lower at the thread
-level), tile.fill and tile.reduce, and with every buffer-valued tile.atomic_add
+the `tile.tma` ring copies plan-pipeline marked, and the `tile.tma_store` and
+`tile.stmatrix` copies select-tma-stores and select-stmatrix marked, which
+tma-copies, tma-stores and partition-threads lower at the thread level), tile.fill
+and tile.reduce, and with every buffer-valued tile.atomic_add
 split into scalar ones; tile.gemm is left alone (lower-gemm-simt lowers
 it, before infer-layouts). What replaces them:
 
@@ -55,6 +56,7 @@ from tilemlir.analysis.fragment_moves import copy_is_register_local, reduction_t
 from tilemlir.analysis.layouts import TiledLayout, same_holders, tiled_layout, vector_elements
 from tilemlir.analysis.padding import PAD_ATTR, identity, padding_attr
 from tilemlir.analysis.shared_layouts import ASYNC_ATTR
+from tilemlir.analysis.stmatrix_stores import STMATRIX_ATTR
 from tilemlir.analysis.tma_boxes import TMA_ATTR, TMA_STORE_ATTR
 from tilemlir.analysis.signedness import is_unsigned, mark_unsigned
 from tilemlir.diagnostics import reporting as diag
@@ -68,6 +70,11 @@ from tilemlir.rewriting.thread_builder import Builder, flat_index
 ACCUMULATE_ATTR = "tile.accumulate"
 CONVERGENT_ATTR = "tile.convergent"
 ALL_REPLICAS_ATTR = "tile.all_replicas"
+
+
+def _kept_whole(copy: ir.Operation) -> bool:
+    """A copy lowered at the thread level: tma-copies', tma-stores' or partition-threads' (stmatrix)."""
+    return any(attr in copy.attributes for attr in (TMA_ATTR, TMA_STORE_ATTR, STMATRIX_ATTR))
 
 
 def _shape(value: ir.Value) -> tuple[int, ...]:
@@ -91,7 +98,7 @@ class _KernelLowering:
         ops = list(walk_ops(self.kernel))
         self._mark_padding(ops)
         for op in ops:
-            if op.name == "tile.copy" and TMA_ATTR not in op.attributes and TMA_STORE_ATTR not in op.attributes:
+            if op.name == "tile.copy" and not _kept_whole(op):
                 src, dst = op.operands[0], op.operands[1]
                 offsets = list(op.operands[2:])
                 box = [a.value for a in op.attributes["shape"]]

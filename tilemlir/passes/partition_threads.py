@@ -1,8 +1,8 @@
 """partition-threads: tile level to thread level (SIMT), as docs/ir.md's thread-level section describes.
 
 Takes tile-level IR after lower-tile-ops (no tile.copy/fill/reduce left
-but `tile.tma` ring copies and `tile.tma_store` copies, which stay as they are for tma-copies and
-tma-stores; every static tile.parallel and every fragment has a `layout`). Gives, per
+but `tile.tma` ring copies and `tile.tma_store` copies, which stay for tma-copies and tma-stores, and
+`tile.stmatrix` copies, which become `rewriting/stmatrix_stores.py`'s stmatrix instructions here; every static tile.parallel and every fragment has a `layout`). Gives, per
 kernel:
 
 - `tile.kernel` -> one `gpu.launch` (grid from the kernel's grid operands,
@@ -64,6 +64,7 @@ from tilemlir.analysis.barriers import plan_barriers
 from tilemlir.analysis.index_values import gather_is_held
 from tilemlir.analysis.layouts import Digit, TiledLayout
 from tilemlir.analysis.shared_layouts import RING_ATTR, SWIZZLE_ATTR
+from tilemlir.analysis.stmatrix_stores import STMATRIX_ATTR
 from tilemlir.analysis.tma_boxes import TMA_ATTR, TMA_STORE_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.tile import FRAGMENT, LOCAL, MIN_BLOCKS, SHARED, memory_space, rasterization
@@ -73,6 +74,7 @@ from tilemlir.mlir import gpu, ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.lower_tile_ops import ACCUMULATE_ATTR, ALL_REPLICAS_ATTR, CONVERGENT_ATTR
 from tilemlir.rewriting.rasterization import rasterized_coordinates
+from tilemlir.rewriting.stmatrix_stores import store_by_stmatrix
 from tilemlir.rewriting.thread_builder import Builder
 
 LAYOUT_ON_ALLOCA = "tile.layout"
@@ -117,12 +119,18 @@ class _KernelPartition:
             self._pipelined(op)
         for op in ops_named(self.launch, "tile.gemm"):
             self._keep_mma_gemm(op)
+        for op in ops_named(self.launch, "tile.copy"):
+            if STMATRIX_ATTR in op.attributes:
+                fragment = self.fragments[op.operands[0]]
+                store_by_stmatrix(self.b.before(op).located(op.location), op, fragment.alloca, fragment.layout,
+                                  self.tid)
+                op.erase()
         for op in reversed(allocs):
             op.erase()
 
     def _check_lowered(self) -> None:
         for op in walk_ops(self.kernel):
-            if op.name in _UNLOWERED and TMA_ATTR not in op.attributes and TMA_STORE_ATTR not in op.attributes:
+            if op.name in _UNLOWERED and not any(a in op.attributes for a in (TMA_ATTR, TMA_STORE_ATTR, STMATRIX_ATTR)):
                 raise diag.error(op, f"{op.name} must be lowered before partition-threads (run lower-tile-ops first)")
             if op.name == "tile.gemm" and MMA_ATTR not in op.attributes:
                 raise diag.error(op, "tile.gemm must be lowered before partition-threads (run lower-gemm-simt first)")
@@ -131,6 +139,8 @@ class _KernelPartition:
                 for use in op.results[0].uses:
                     user = operation(use.owner)
                     if user.name == "tile.gemm" and use.operand_number in (0, 2):
+                        continue
+                    if STMATRIX_ATTR in user.attributes and use.operand_number == 0:
                         continue
                     if user.name not in ("memref.load", "memref.store") or (
                             user.name == "memref.store" and use.operand_number == 0):

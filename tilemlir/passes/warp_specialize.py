@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from tilemlir.analysis.shared_layouts import RING_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
+from tilemlir.dialects.shared_access import SHARED_INDEXED
 from tilemlir.dialects.tile import SHARED
 from tilemlir.ir_util import constant_int, defining_op, inside, operation, ops_named, set_launch_block_x, walk_ops
 from tilemlir.mlir import ir
@@ -373,16 +374,38 @@ class _Split:
         if pending and retire is None:
             raise diag.error(loop, "persistent: no wgmma_wait after the pipelined loop retires its last wgmmas")
         tiles = list(loop.operands)[1]
-        ip = ir.InsertionPoint(_next(retire)) if pending else None
+        drained = ir.InsertionPoint(_next(retire if pending else loop))
         known = constant_int(tiles)
         for i in range(pending):
-            b = Builder(ip, loop.location, self.body, self.pool)
+            b = Builder(drained, loop.location, self.body, self.pool)
             tile = b.sub(tiles, pending - i)
             self._release(b, tile, [] if known is not None and known >= pending else
                           [b.cmp("uge", tiles, b.index(pending - i))], base, empty)
         if any(op.name == "tile.named_barrier" for op in walk_ops_in(work)):
+            self._end_tile(work, loop, drained)
+
+    def _end_tile(self, work: ir.Block, loop: ir.Operation, drained: ir.InsertionPoint) -> None:
+        """A barrier among the consumers between a tile's epilogue and the next tile's: a fast warp must not
+        overwrite what a slow one, or thread 0's TMA store, still reads. At the end of the tile; with TMA stores
+        and a k loop touching no other shared memory, at the start of the epilogue (`drained`), after thread
+        0 waits for the stores' reads, which so run under the next tile's k loop; one more wait ends the
+        schedule (the shared memory must be read before the block exits)."""
+        waits = [op for op in walk_ops_in(work) if op.name == "tile.bulk_wait_group_read"]
+        if not waits or _touches_shared(loop):
             warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location,
                                     ip=ir.InsertionPoint(operation(list(work.operations)[-1])))
+            return
+        for wait in waits:
+            wait.erase()
+        self._first_thread_waits(Builder(drained, loop.location, self.body, self.pool))
+        warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location, ip=drained)
+        tile_loop = operation(work.owner)
+        self._first_thread_waits(Builder(ir.InsertionPoint(_next(tile_loop)), loop.location, self.body, self.pool))
+
+    def _first_thread_waits(self, b: Builder) -> None:
+        """Thread 0, which issued the TMA stores: until its bulk groups have read their shared tiles."""
+        with b.if_(b.cmp("eq", b.thread_id(self.threads + PRODUCER_THREADS), b.index(0))) as first:
+            bulk_copy.bulk_wait_group_read(0, loc=first.loc, ip=first.ip)
 
     def _release(self, b: Builder, tile: ir.Value, conditions: list, base: ir.Value | None, empty: ir.Value) -> None:
         """The consumers' arrival on empty[slot of k tile `tile`] under `conditions`, by lane 0 of each warp."""
@@ -461,6 +484,15 @@ def _feeds_ring(value: ir.Value, op: ir.Operation) -> bool:
     if ring and data:
         raise diag.error(op, "persistent: a ring slot (k tile mod num_stages) is also used as data")
     return ring
+
+
+def _touches_shared(loop: ir.Operation) -> bool:
+    """Whether the loop accesses a shared buffer other than its rings (and their mbarriers)."""
+    for op in walk_ops(loop):
+        entry = SHARED_INDEXED.get(op.name)
+        if entry is not None and _is_shared(op.operands[entry[0]].type) and not _is_ring(op.operands[entry[0]]):
+            return True
+    return False
 
 
 def _is_ring(value: ir.Value) -> bool:

@@ -1,4 +1,4 @@
-// Every verifier rule of the TMA and mbarrier ops, one chunk each.
+// Every verifier rule of the TMA, mbarrier and bulk-group ops, one chunk each.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics
 
 func.func @init_count() attributes {tile.entry} {
@@ -121,5 +121,100 @@ func.func @map_not_a_tensor(%n: index) attributes {tile.entry, tile.tensor_maps 
 func.func @fence_outside_launch() {
   // expected-error @+1 {{'tile.fence_mbarrier_init' op must be inside a gpu.launch (a thread-level op)}}
   "tile.fence_mbarrier_init"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @store_src_not_shared(%C: memref<?x64xbf16>) attributes {tile.entry, tile.tensor_maps = {C_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c_s = memref.alloca() {name = "C_l"} : memref<128x64xbf16, "local">
+    // expected-error @+1 {{'tile.tma_store' op src must be a shared buffer, got memref<128x64xbf16, "local">}}
+    "tile.tma_store"(%c_s, %c0, %c0, %c0, %c0) {map = "C_map"} : (memref<128x64xbf16, "local">, index, index, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @store_undeclared_map(%C: memref<?x64xbf16>) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c_s = memref.alloca() {name = "C_s"} : memref<128x64xbf16, "shared">
+    // expected-error @+1 {{'tile.tma_store' op tensor map 'C_map' is not declared in the function's 'tile.tensor_maps'}}
+    "tile.tma_store"(%c_s, %c0, %c0, %c0, %c0) {map = "C_map"} : (memref<128x64xbf16, "shared">, index, index, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @store_coordinate_count(%C: memref<?x64xbf16>) attributes {tile.entry, tile.tensor_maps = {C_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c_s = memref.alloca() {name = "C_s"} : memref<128x64xbf16, "shared">
+    // expected-error @+1 {{'tile.tma_store' op expects 2 src indices and 2 coordinates (the rank of tensor map 'C_map'), got 3 index operands}}
+    "tile.tma_store"(%c_s, %c0, %c0, %c0) {map = "C_map"} : (memref<128x64xbf16, "shared">, index, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @store_element_type(%C: memref<?x64xf16>) attributes {tile.entry, tile.tensor_maps = {C_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %c_s = memref.alloca() {name = "C_s"} : memref<128x64xbf16, "shared">
+    // expected-error @+1 {{'tile.tma_store' op src holds bf16 but tensor map 'C_map' describes f16}}
+    "tile.tma_store"(%c_s, %c0, %c0, %c0, %c0) {map = "C_map"} : (memref<128x64xbf16, "shared">, index, index, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @wait_pending_range() attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // expected-error @+1 {{'tile.bulk_wait_group_read' op 'pending' must be an integer in 0..63, got 64 : i64}}
+    "tile.bulk_wait_group_read"() {pending = 64 : i64} : () -> ()
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @store_outside_launch(%C: memref<?x64xbf16>) attributes {tile.entry, tile.tensor_maps = {C_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+  %c0 = arith.constant 0 : index
+  %c_s = memref.alloca() {name = "C_s"} : memref<128x64xbf16, "shared">
+  // expected-error @+1 {{'tile.tma_store' op must be inside a gpu.launch (a thread-level op)}}
+  "tile.tma_store"(%c_s, %c0, %c0, %c0, %c0) {map = "C_map"} : (memref<128x64xbf16, "shared">, index, index, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @commit_outside_launch() {
+  // expected-error @+1 {{'tile.bulk_commit_group' op must be inside a gpu.launch (a thread-level op)}}
+  "tile.bulk_commit_group"() : () -> ()
+  return
+}
+
+// -----
+
+func.func @wait_outside_launch() {
+  // expected-error @+1 {{'tile.bulk_wait_group_read' op must be inside a gpu.launch (a thread-level op)}}
+  "tile.bulk_wait_group_read"() {pending = 0 : i64} : () -> ()
   return
 }

@@ -1,9 +1,9 @@
-// The TMA and mbarrier ops: parse, print, re-parse the printed form; the generic form round-trips too.
+// The TMA, mbarrier and bulk-group ops: parse, print, re-parse the printed form; the generic form round-trips too.
 // RUN: tile-opt %s | tile-opt | FileCheck %s
 // RUN: tile-opt %s --mlir-print-op-generic | tile-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @bulk_copies
-func.func @bulk_copies(%A: memref<?x4096xbf16>) attributes {tile.entry, tile.tensor_maps = {A_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}}} {
+func.func @bulk_copies(%A: memref<?x4096xbf16>, %C: memref<?x4096xbf16>) attributes {tile.entry, tile.tensor_maps = {A_map = {box = [128, 64], swizzle = 128 : i64, tensor = 0 : i64}, C_map = {box = [128, 64], swizzle = 128 : i64, tensor = 1 : i64}}} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c128 = arith.constant 128 : index
@@ -23,6 +23,12 @@ func.func @bulk_copies(%A: memref<?x4096xbf16>) attributes {tile.entry, tile.ten
     "tile.mbarrier_wait"(%full, %c0, %c0) : (memref<3xi64, "shared">, index, index) -> ()
     // CHECK: "tile.mbarrier_arrive"(%{{.+}}, %{{.+}}) : (memref<3xi64, "shared">, index) -> ()
     "tile.mbarrier_arrive"(%full, %c0) : (memref<3xi64, "shared">, index) -> ()
+    // CHECK: "tile.tma_store"(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) {map = "C_map"} : (memref<3x128x64xbf16, "shared">, index, index, index, index, index) -> ()
+    "tile.tma_store"(%a, %c1, %c0, %c0, %c128, %c0) {map = "C_map"} : (memref<3x128x64xbf16, "shared">, index, index, index, index, index) -> ()
+    // CHECK: "tile.bulk_commit_group"() : () -> ()
+    "tile.bulk_commit_group"() : () -> ()
+    // CHECK: "tile.bulk_wait_group_read"() {pending = 1 : i64} : () -> ()
+    "tile.bulk_wait_group_read"() {pending = 1 : i64} : () -> ()
     gpu.terminator
   }
   return

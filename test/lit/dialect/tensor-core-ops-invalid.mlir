@@ -1,4 +1,4 @@
-// Every verifier rule of tile.ldmatrix and tile.mma_sync, one chunk each.
+// Every verifier rule of tile.ldmatrix, tile.stmatrix and tile.mma_sync, one chunk each.
 // RUN: tile-opt %s --split-input-file --verify-diagnostics
 
 func.func @ldmatrix_src_not_shared(%s: memref<16x16xf16, "local">, %d: memref<4xi32, "local">, %i: index) {
@@ -76,6 +76,142 @@ func.func @ldmatrix_dst_slice(%s: memref<16x16xf16, "shared">, %d: memref<4xi32,
 func.func @ldmatrix_missing_count(%s: memref<16x16xf16, "shared">, %d: memref<4xi32, "local">, %i: index) {
   // expected-error @+1 {{'tile.ldmatrix' op requires attribute 'count'}}
   "tile.ldmatrix"(%s, %d, %i, %i) {trans = false, dst_offset = 0 : i64} : (memref<16x16xf16, "shared">, memref<4xi32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_dst_not_shared(%d: memref<16x16xbf16, "local">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op dst must be a shared buffer}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xbf16, "local">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_dst_f32(%d: memref<16x16xf32, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op dst must hold 16-bit elements (f16 or bf16), got f32}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xf32, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_index_count(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op expects 2 indices (rank of dst), got 1}}
+  "tile.stmatrix"(%d, %s, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_short_rows(%d: memref<16x4xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op dst rows must hold whole 16-byte rows of 8 elements, but its last dim is 4}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x4xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_missing_registers(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op requires attribute 'registers'}}
+  "tile.stmatrix"(%d, %s, %i, %i) {trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_registers_not_array(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op attribute 'registers' must be an array, got 0 : i64}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = 0 : i64, trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_registers_empty(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op 'registers' must give 1, 2 or 4 register offsets (one per matrix), got 0}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_three_registers(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op 'registers' must give 1, 2 or 4 register offsets (one per matrix), got 3}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_registers_not_integers(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op 'registers' must be an array of integers, got [0, "two"]}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, "two"], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_trans_not_bool(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op 'trans' must be a boolean}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = 1 : i64} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_missing_trans(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op requires attribute 'trans'}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6]} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_not_local(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "shared">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src must be a rank-1 "local" register array}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "shared">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_rank_2(%d: memref<16x16xbf16, "shared">, %s: memref<2x8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src must be a rank-1 "local" register array}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xbf16, "shared">, memref<2x8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_other_half(%d: memref<16x16xbf16, "shared">, %s: memref<8xf16, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src must hold f32 or bf16 (the element type of dst) elements, got f16}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf16, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_i32(%d: memref<16x16xf16, "shared">, %s: memref<8xi32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src must hold f32 or f16 (the element type of dst) elements, got i32}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 6], trans = false} : (memref<16x16xf16, "shared">, memref<8xi32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_slice(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src slice [7, 9) leaves the 8-element array}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [0, 2, 4, 7], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @stmatrix_src_negative_offset(%d: memref<16x16xbf16, "shared">, %s: memref<8xf32, "local">, %i: index) {
+  // expected-error @+1 {{'tile.stmatrix' op src slice [-2, 0) leaves the 8-element array}}
+  "tile.stmatrix"(%d, %s, %i, %i) {registers = [-2, 2], trans = false} : (memref<16x16xbf16, "shared">, memref<8xf32, "local">, index, index) -> ()
   return
 }
 

@@ -17,6 +17,7 @@ from tilemlir import ir_util
 from tilemlir.analysis.kernel_abi import kernel_signature, param_dtype, params, read_kernel_abi, tensor_shape
 from tilemlir.diagnostics import CompileError
 from tilemlir.diagnostics.reporting import error
+from tilemlir.dialects.bulk_copy import stored_tensors
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import ops_named
 from tilemlir.mlir import func, ir
@@ -43,9 +44,10 @@ def written_params(module: ir.Module) -> frozenset[str]:
     counts as a store, so a view or an unknown op errs on the side of `written`."""
     function = entry_function(module)
     names = read_kernel_abi(function, PREFIX).arg_names
-    return frozenset(name for name, arg in zip(names, function.arguments)
+    stored = stored_tensors(function.operation)
+    return frozenset(name for i, (name, arg) in enumerate(zip(names, function.arguments))
                      if isinstance(arg.type, ir.MemRefType)
-                     and any((use.owner.name, use.operand_number) not in _READS for use in arg.uses))
+                     and (i in stored or any((use.owner.name, use.operand_number) not in _READS for use in arg.uses)))
 
 
 def signature_from_ir(module: ir.Module, out_idx: Sequence[int] = ()) -> KernelSignature:

@@ -30,7 +30,14 @@ CPU backend JIT-compiles:
   does, when a wait on its barrier runs; a wait opens a phase retried until
   the thread's wait holds, no progress being a deadlock error
   (`simulate/bulk_copies.py`); a warp-specialized launch's producer and
-  consumer loops run in step, fused into one (`simulate/roles.py`). With
+  consumer loops run in step, fused into one (`simulate/roles.py`);
+- `tile.tma_store` reads its box from shared memory (swizzled as the load
+  side decodes it) and writes the elements inside the tensor when issued;
+  the box stays a pending read of the thread's bulk group until a
+  `tile.bulk_wait_group_read` retires it: a write of it before (or after it
+  in another thread without a barrier) is a race error, so are unfenced
+  generic writes it reads and a block ending with a store uncommitted or a
+  group unretired (`simulate/bulk_stores.py`). With
   `out-of-range=pad`, out-of-range global loads read their `tile.pad` (0
   without one) and out-of-range global stores are dropped, as guards would
   do, instead of being errors.
@@ -132,7 +139,7 @@ def _simulate(launch: ir.Operation, function: ir.Operation, checker: checks.Chec
     state = values.ThreadState(function, block_dims, splitter.phases.thread_loops)
     state.bind_thread_ids(list(body.arguments)[3:6])
     state.exchange_shuffles()
-    collectives.Collectives(state, checker, dict(locals_)).run()
+    collectives.Collectives(state, checker, dict(locals_), copies.pending).run()
     groups.lower_wgmmas(state, dict(locals_), copies.pending)
     for old, expanded in locals_:
         state.expand_local_buffer(old, expanded)

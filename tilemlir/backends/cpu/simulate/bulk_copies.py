@@ -1,4 +1,5 @@
-"""TMA loads and mbarriers in the thread-level simulation (`dialects/bulk_copy.py`'s ops).
+"""TMA loads and mbarriers in the thread-level simulation (`dialects/bulk_copy.py`'s ops), and the boxes of
+TMA stores (their bulk groups and ordering rules: `bulk_stores.py`, whose `BulkStores` this rewriter owns).
 
 Semantics from the PTX ISA (9.7.13.15 "mbarrier", 9.7.9.25 "cp.async.bulk.tensor") and the driver's
 `cuTensorMapEncodeTiled`, not from the compiler's pipeline code.
@@ -41,6 +42,11 @@ phase's parity is its low bit), the bytes of TMA loads in flight on it, who init
   interval it landed in, from a thread that has not observed the phase it landed in, is a race too
   (the thread did not wait for it, nor a `gpu.barrier` separate it from a thread that did).
 - A block ending with bytes in flight on a barrier is an error naming the last TMA load on it.
+- `tma_store`: its box's elements are found in the source tile as a load's in its destination (the same
+  address swizzle, alignment and end checks); those inside the tensor are read from shared memory and
+  written to the global tensor when the op runs (the others are dropped), and each such read is checked
+  as any read of a TMA destination is (not pending, not landed unobserved). A TMA load issued into a
+  store's source, and its landing, are reported to `bulk_stores.py`.
 
 Scheduling. A wait opens a phase (`phases.PhaseSplitter`), as a shuffle does, and that phase's thread
 loop becomes a retry loop: each pass runs, in thread order, every thread that has not finished the
@@ -65,6 +71,7 @@ from dataclasses import dataclass
 from tilemlir.backends.cpu import buffers, checks
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.access_index import as_i64, bounds, linear, vector_width
+from tilemlir.backends.cpu.simulate.bulk_stores import STORE_OPS, BulkStores
 from tilemlir.backends.cpu.simulate.phases import ThreadLoop
 from tilemlir.backends.cpu.simulate.values import ThreadState
 from tilemlir.backends.cpu.simulate.warpgroup import Warpgroups
@@ -114,7 +121,7 @@ class BulkCopies:
         self.loads = ops_named(launch, "tile.tma_load")
         self.first_barrier: dict[ir.Value, int] = {}
         for op in ops_named(launch, *BULK_COPY_OPS):
-            if op.name != "tile.fence_mbarrier_init":
+            if op.name not in ("tile.fence_mbarrier_init", *STORE_OPS):
                 bars = op.operands[1] if op.name == "tile.tma_load" else op.operands[0]
                 if bars not in self.first_barrier:
                     self.first_barrier[bars] = sum(v.type.shape[0] for v in self.first_barrier)
@@ -124,13 +131,14 @@ class BulkCopies:
         # per thread: how many phases of each barrier it has seen complete (at its last holding wait)
         self.observed = buffers.allocate_at_entry(function, ir.MemRefType.get([n_threads, self.n_barriers], _i64()),
                                                   loc)
-        for op in self.loads:
+        for op in ops_named(launch, "tile.tma_load", "tile.tma_store"):
             self._map(op)  # a map the simulation cannot model is a CompileError before anything changes
         self.load_sites = [self._where(op) for op in self.loads]  # the waits' errors name them after they are gone
         self.targets: dict[ir.Value, _Target] = {}
         for op in self.loads:
             if op.operands[0] not in self.targets:
                 self.targets[op.operands[0]] = self._target(op.operands[0], op.location)
+        self.stores = BulkStores(launch, function, checker, n_threads, groups)
 
     def _map(self, op: ir.Operation) -> TensorMap:
         name = ir.StringAttr(op.attributes["map"]).value
@@ -139,7 +147,7 @@ class BulkCopies:
             raise diag.error(op, found)
         inner = found.box[-1] * (b.bitwidth(op.operands[0].type.element_type) // 8)
         if found.swizzle and inner != found.swizzle:
-            raise diag.error(op, f"cannot simulate tile.tma_load of tensor map '{name}': its box's inner dim is "
+            raise diag.error(op, f"cannot simulate {op.name} of tensor map '{name}': its box's inner dim is "
                                  f"{inner} bytes, the swizzle {found.swizzle}; only boxes whose inner dim is the "
                                  "whole swizzle span are modelled")
         return found
@@ -154,7 +162,7 @@ class BulkCopies:
     def reset(self) -> list[tuple[ir.Value, int]]:
         """(buffer, value) pairs to fill at every block start."""
         marks = [(m, -1) for t in self.targets.values() for m in (t.pending, t.landed_epoch, t.landed_phase)]
-        return [(self.state, 0), (self.observed, 0), *marks]
+        return [(self.state, 0), (self.observed, 0), *marks, *self.stores.reset()]
 
     # -- the state of one barrier ----------------------------------------------------------------
     def _get(self, barrier: ir.Value, field: int) -> ir.Value:
@@ -198,23 +206,27 @@ class BulkCopies:
                 else:
                     with b.if_then(inside):  # out of range: the checker reports the access itself
                         self._check_elements(op, self.targets[buffer], indices, reads, loop.tid)
+        self.stores.check_accesses(state)
 
     def lower(self, state: ThreadState) -> None:
         """Rewrite the ops (after the phases are split and the accesses instrumented)."""
+        lowerings = {"tile.mbarrier_init": self._init, "tile.mbarrier_arrive": self._arrive_op,
+                     "tile.mbarrier_arrive_expect_tx": self._arrive_op, "tile.fence_mbarrier_init": self._fence,
+                     "tile.tma_load": self._load, "tile.tma_store": self._store,
+                     "tile.bulk_commit_group": self.stores.commit, "tile.bulk_wait_group_read": self.stores.wait}
         for op in ops_named(self.launch, *BULK_COPY_OPS):
             if op.name == WAIT:
                 continue
             tid = state.loop_of(op).tid
             with op.location, ir.InsertionPoint(op):
-                {"tile.mbarrier_init": self._init, "tile.mbarrier_arrive": self._arrive_op,
-                 "tile.mbarrier_arrive_expect_tx": self._arrive_op, "tile.fence_mbarrier_init": self._fence,
-                 "tile.tma_load": self._load}[op.name](op, tid)
+                lowerings[op.name](op, tid)
             op.erase()
         for op in ops_named(self.launch, WAIT):
             self._schedule(op, state.loop_of(op))
         terminator = list(self.launch.regions[0].blocks[0].operations)[-1]
         with self.launch.location, ir.InsertionPoint(terminator):
             self._check_block_end()
+            self.stores.check_block_end()
 
     # -- barrier ops -------------------------------------------------------------------------------
     def _barrier(self, op: ir.Operation, bars: ir.Value, index: ir.Value, tid: ir.Value, body) -> None:
@@ -328,36 +340,71 @@ class BulkCopies:
 
     def _stage(self, op, tmap: TensorMap, target: _Target, dst_indices, coords, barrier, tid, where) -> None:
         element = target.buffer.type.element_type
-        element_bytes = b.bitwidth(element) // 8
         tensor = self.function.regions[0].blocks[0].arguments[tmap.tensor]
-        base = arith.muli(linear(target.buffer, list(dst_indices), 0), b.index(element_bytes))
-        alignment = 128 if tmap.swizzle else 16
-        misplaced = arith.remui(base, b.index(alignment))
-        with b.if_then(arith.cmpi(b.CMPI.ne, misplaced, b.index(0))):
-            self._record(f"{where}: its destination in shared buffer '{target.name}' starts {{other}} bytes past a "
-                         f"{alignment}-byte boundary (element {{index}})", tid, misplaced,
-                         arith.divui(base, b.index(element_bytes)))
         mark = arith.ori(arith.shli(barrier, _c(_THREAD_BITS)), as_i64(tid))
-        with b.loop_nest(tmap.box) as box:
+
+        def stage(box, element_index):
             place = [arith.addi(c, i) for c, i in zip(coords, box)]
             inside = b.in_bounds(tensor, place)
             value = b.if_else_value(inside, element, lambda: memref.load(tensor, place), lambda: b.constant(element, 0))
-            offset = arith.muli(linear(target.buffer, list(box), 0, tmap.box), b.index(element_bytes))
+            previous = memref.load(target.pending, [element_index])
+            with b.if_then(arith.cmpi(b.CMPI.ne, previous, _c(-1))):
+                self._record(f"{where}: it copies into element {{index}} of shared buffer '{target.name}', "
+                             "which the TMA load of thread {other} still has pending", tid,
+                             _thread_of(previous), element_index)
+            self.groups.check_async_write(op, target.buffer, element_index, tid, "issues a TMA load into it")
+            self.stores.check_async_write(op, target.buffer, element_index, tid, "issues a TMA load into it")
+            memref.store(mark, target.pending, [element_index])
+            memref.store(value, target.staging, _unflatten(element_index, target.buffer.type.shape))
+
+        self._box(tmap, target.buffer, dst_indices, "destination", tid, where, stage)
+
+    def _box(self, tmap: TensorMap, buffer: ir.Value, indices, role: str, tid, where: str, body) -> None:
+        """`body(box, element)` for each element of the box (its indices in the box) and the element of
+        `buffer` it lives at when the tile starts at `indices` (module docstring, `tma_load`); a tile not
+        aligned to its swizzle, or running past the buffer's end, is a recorded error."""
+        name = self.checker.buffers[buffer].name
+        element_bytes = b.bitwidth(buffer.type.element_type) // 8
+        base = arith.muli(linear(buffer, list(indices), 0), b.index(element_bytes))
+        alignment = 128 if tmap.swizzle else 16
+        misplaced = arith.remui(base, b.index(alignment))
+        with b.if_then(arith.cmpi(b.CMPI.ne, misplaced, b.index(0))):
+            self._record(f"{where}: its {role} in shared buffer '{name}' starts {{other}} bytes past a "
+                         f"{alignment}-byte boundary (element {{index}})", tid, misplaced,
+                         arith.divui(base, b.index(element_bytes)))
+        with b.loop_nest(tmap.box) as box:
+            offset = arith.muli(linear(buffer, list(box), 0, tmap.box), b.index(element_bytes))
             address = _swizzled(arith.addi(base, offset), tmap.swizzle)
             element_index = arith.divui(address, b.index(element_bytes))
-            fits = arith.cmpi(b.CMPI.ult, element_index, b.index(target.size))
+            fits = arith.cmpi(b.CMPI.ult, element_index, b.index(math.prod(buffer.type.shape)))
             with b.if_then(arith.xori(fits, b.constant(ir.IntegerType.get_signless(1), 1))):
-                self._record(f"{where}: its box runs past the end of shared buffer '{target.name}' (element "
+                self._record(f"{where}: its box runs past the end of shared buffer '{name}' (element "
                              "{index})", tid, b.index(0), element_index)
             with b.if_then(fits):
-                previous = memref.load(target.pending, [element_index])
-                with b.if_then(arith.cmpi(b.CMPI.ne, previous, _c(-1))):
-                    self._record(f"{where}: it copies into element {{index}} of shared buffer '{target.name}', "
-                                 "which the TMA load of thread {other} still has pending", tid,
-                                 _thread_of(previous), element_index)
-                self.groups.check_async_write(op, target.buffer, element_index, tid, "issues a TMA load into it")
-                memref.store(mark, target.pending, [element_index])
-                memref.store(value, target.staging, _unflatten(element_index, target.buffer.type.shape))
+                body(box, element_index)
+
+    # -- TMA stores ---------------------------------------------------------------------------------
+    def _store(self, op: ir.Operation, tid: ir.Value) -> None:
+        """The box's elements inside the tensor are read from `src` and written now (`bulk_stores.py`)."""
+        tmap = self._map(op)
+        operands = list(op.operands)
+        src = operands[0]
+        src_indices, coords = operands[1:1 + src.type.rank], operands[1 + src.type.rank:]
+        tensor = self.function.regions[0].blocks[0].arguments[tmap.tensor]
+        where = f"tile.tma_store at {self._where(op)} by thread {{thread}} of block {{block}}"
+        self.stores.issue(op, tid)
+
+        def read(box, element_index):
+            place = [arith.addi(c, i) for c, i in zip(coords, box)]
+            inside = b.in_bounds(tensor, place)
+            self.stores.read(op, src, element_index, inside, tid)
+            with b.if_then(inside):
+                if src in self.targets:
+                    self._check_element(op, self.targets[src], element_index, "reads", tid)
+                value = memref.load(src, _unflatten(element_index, src.type.shape))
+                memref.store(value, tensor, place)
+
+        self._box(tmap, src, src_indices, "source", tid, where, read)
 
     def _land(self, barrier: ir.Value) -> None:
         """Every copy in flight on `barrier` lands; its bytes leave the tx-count."""
@@ -375,6 +422,7 @@ class BulkCopies:
                         indices = _unflatten(element, target.buffer.type.shape)
                         memref.store(memref.load(target.staging, indices), target.buffer, indices)
                         self.groups.async_write(target.buffer, element)
+                        self.stores.async_write(target.buffer, element)
                         if written is not None:
                             memref.store(b.constant(ir.IntegerType.get_signless(8), 1), written, indices)
                         memref.store(_c(-1), target.pending, [element])
@@ -393,26 +441,29 @@ class BulkCopies:
 
     # -- touching TMA destinations ----------------------------------------------------------------
     def _check_elements(self, op, target: _Target, indices, reads: bool, tid) -> None:
-        action = "reads" if reads else "writes"
+        for number in range(vector_width(op)):
+            self._check_element(op, target, linear(target.buffer, indices, number), "reads" if reads else "writes",
+                                tid)
+
+    def _check_element(self, op, target: _Target, element: ir.Value, action: str, tid) -> None:
+        """`element` of a TMA destination, touched by thread `tid`'s `op`, is neither pending nor landed unobserved."""
         at = f"data race on shared buffer '{target.name}' element {{index}} in block {{block}}: thread {{thread}} " \
              f"{action} it at {self._where(op)}"
-        for number in range(vector_width(op)):
-            element = linear(target.buffer, indices, number)
-            mark = memref.load(target.pending, [element])
-            with b.if_then(arith.cmpi(b.CMPI.ne, mark, _c(-1))):
-                self._record(f"{at} while the TMA load of thread {{other}} into it has not landed (no thread has "
-                             "waited on its mbarrier since it was issued: a missing or misplaced tile.mbarrier_wait?)",
-                             tid, _thread_of(mark), element)
-            same_interval = arith.cmpi(b.CMPI.eq, memref.load(target.landed_epoch, [element]), self._epoch())
-            with b.if_then(same_interval):
-                landed_at = memref.load(target.landed_phase, [element])
-                barrier = arith.index_cast(ir.IndexType.get(), arith.shrsi(landed_at, _c(_PHASE_BITS)))
-                phase = arith.andi(landed_at, _c((1 << _PHASE_BITS) - 1))
-                seen = memref.load(self.observed, [tid, barrier])
-                with b.if_then(arith.cmpi(b.CMPI.sle, seen, phase)):
-                    self._record(f"{at}, which a TMA load wrote in phase {{other}} of its mbarrier, but the thread has "
-                                 "not waited for that phase (nor a gpu.barrier separated it from a thread that did)",
-                                 tid, phase, element)
+        mark = memref.load(target.pending, [element])
+        with b.if_then(arith.cmpi(b.CMPI.ne, mark, _c(-1))):
+            self._record(f"{at} while the TMA load of thread {{other}} into it has not landed (no thread has "
+                         "waited on its mbarrier since it was issued: a missing or misplaced tile.mbarrier_wait?)",
+                         tid, _thread_of(mark), element)
+        same_interval = arith.cmpi(b.CMPI.eq, memref.load(target.landed_epoch, [element]), self._epoch())
+        with b.if_then(same_interval):
+            landed_at = memref.load(target.landed_phase, [element])
+            barrier = arith.index_cast(ir.IndexType.get(), arith.shrsi(landed_at, _c(_PHASE_BITS)))
+            phase = arith.andi(landed_at, _c((1 << _PHASE_BITS) - 1))
+            seen = memref.load(self.observed, [tid, barrier])
+            with b.if_then(arith.cmpi(b.CMPI.sle, seen, phase)):
+                self._record(f"{at}, which a TMA load wrote in phase {{other}} of its mbarrier, but the thread has "
+                             "not waited for that phase (nor a gpu.barrier separated it from a thread that did)",
+                             tid, phase, element)
 
     # -- waits --------------------------------------------------------------------------------------
     def _schedule(self, wait: ir.Operation, loop: ThreadLoop) -> None:

@@ -4,7 +4,7 @@ A sync point is a `gpu.barrier` (every thread of the block) or a
 `gpu.shuffle` (the threads of a warp exchange values). Ops between two
 sync points run, for one thread after another, inside a *thread loop*
 `scf.for %t = 0 to T` marked `tile.sim_thread_loop`; a shuffle opens the
-phase after it. A warp collective on registers (`tile.ldmatrix`,
+phase after it. A warp collective on registers (`tile.ldmatrix`, `tile.stmatrix`,
 `tile.mma_sync`: `simulate/collectives.py`) is a phase of its own, so its
 lanes read each other's registers as the op found them; so is a warpgroup's
 `tile.wgmma` (`simulate/warpgroup.py`), so that all its threads read shared
@@ -36,7 +36,7 @@ from tilemlir.mlir import arith, gpu, ir, memref, scf
 THREAD_LOOP_ATTR = "tile.sim_thread_loop"
 LINEAR_ATTR = "tile.sim_linear"  # on a gpu.thread_id placeholder: the linear thread id
 # warp collectives on register arrays, and the warpgroup's wgmma (`simulate/warpgroup.py`): a phase each
-COLLECTIVE_OPS = ("tile.ldmatrix", "tile.mma_sync", "tile.wgmma")
+COLLECTIVE_OPS = ("tile.ldmatrix", "tile.stmatrix", "tile.mma_sync", "tile.wgmma")
 MBARRIER_WAIT = "tile.mbarrier_wait"  # opens a phase, as a shuffle does (simulate/bulk_copies.py)
 SYNC_OPS = ("gpu.barrier", "gpu.shuffle", *COLLECTIVE_OPS, MBARRIER_WAIT)
 

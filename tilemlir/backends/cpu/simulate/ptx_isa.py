@@ -181,7 +181,14 @@ def _ldmatrix_m8n8(lane: int, i: int) -> tuple[int, int]:
     # 9.7.14.5.15: "Each thread in a warp loads fragments of a row, with thread 0 receiving the
     # first fragment in its register r, and so on. A group of four threads loads an entire row
     # of the matrix" (Figure 104: thread t holds row t / 4, elements 2 * (t % 4) and + 1).
-    # stmatrix (9.7.14.5.16, Figure 107) stores from the same layout.
+    return lane // 4, 2 * (lane % 4) + i
+
+
+def _stmatrix_m8n8(lane: int, i: int) -> tuple[int, int]:
+    # 9.7.14.5.16: "Each thread in a warp stores fragments of a row, with thread 0 storing the first
+    # fragment from its register r, and so on. A group of four threads stores an entire row of the
+    # matrix" (Figure 107: thread t stores row t / 4, elements 2 * (t % 4) and + 1, from the low
+    # half of its register up).
     return lane // 4, 2 * (lane % 4) + i
 
 
@@ -206,7 +213,8 @@ def _mma_fragments() -> dict[tuple[str, str, str], Fragment]:
 
 
 FRAGMENTS = _mma_fragments()  # (shape, operand "a"/"b"/"c", element type) -> Fragment
-LDMATRIX_M8N8_B16 = _fragment("ldmatrix/stmatrix .m8n8.b16", 8, 8, 1, 2, _ldmatrix_m8n8)
+LDMATRIX_M8N8_B16 = _fragment("ldmatrix .m8n8.b16", 8, 8, 1, 2, _ldmatrix_m8n8)
+STMATRIX_M8N8_B16 = _fragment("stmatrix .m8n8.b16", 8, 8, 1, 2, _stmatrix_m8n8)
 
 
 def fragment_registers(fragment: Fragment, matrix: np.ndarray, etype: str) -> np.ndarray:
@@ -340,8 +348,10 @@ def ldmatrix(shared: np.ndarray, addresses: np.ndarray, num: int, trans: bool = 
 
 def stmatrix(shared: np.ndarray, addresses: np.ndarray, registers: np.ndarray, trans: bool = False) -> None:
     """`stmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16` (sm_90): the inverse of `ldmatrix`;
-    writes `shared` in place. Register i of the lanes holds matrix i; `addresses` as in ldmatrix;
-    with .trans "the matrix is stored in column-major format"."""
+    writes `shared` in place. Register i of the lanes holds matrix i (Figure 107's layout);
+    `addresses` as in ldmatrix ("addr0-addr7 correspond to the rows of the first matrix", the
+    addresses of lanes from 8 * num on unused); with .trans "the matrix is stored in column-major
+    format"."""
     num = registers.shape[1] if isinstance(registers, np.ndarray) and registers.ndim == 2 else 0
     if num not in MATRIX_COUNTS:
         raise PtxError(f"stmatrix stores 1, 2 or 4 matrices (registers of shape (32, num)), got {num}")
@@ -351,7 +361,7 @@ def stmatrix(shared: np.ndarray, addresses: np.ndarray, registers: np.ndarray, t
     if np.any(np.diff(starts) < _ROW_BYTES):
         raise PtxError("stmatrix: two row addresses overlap; each of the 8 * num rows needs its own 16 bytes")
     for i in range(num):
-        matrix = LDMATRIX_M8N8_B16.scatter(unpack_halves(registers[:, i:i + 1]))
+        matrix = STMATRIX_M8N8_B16.scatter(unpack_halves(registers[:, i:i + 1]))
         stored = np.ascontiguousarray(matrix.T if trans else matrix, dtype="<u2")
         shared[rows[i]] = stored.view(np.uint8).reshape(8, _ROW_BYTES)
 

@@ -31,7 +31,8 @@ layouts, descriptor fields and D fragment live in `ptx_isa.py`), not from the co
   fence.proxy.async is needed for this write-after-read). A wgmma reading an element a cp.async has
   not landed, or never written in the block, is an error as for any read. A TMA load (the async
   proxy, as wgmma reads) needs no proxy fence: its landing marks the element written (`async_write`),
-  its issue is a write (`check_async_write`) that must not race a wgmma in flight.
+  its issue is a write (`check_async_write`) that must not race a wgmma in flight. The TMA stores'
+  proxy rule (`bulk_stores.py`) reads the same fence counts (`proxy_fence_counts`).
 
 Per-thread and per-element state lives in i64 buffers reset at each block start (`reset`).
 """
@@ -145,7 +146,8 @@ class Warpgroups:
         self.launch, self.function, self.checker, self.n_threads = launch, function, checker, n_threads
         self.names = names
         self.wgmmas = ops_named(launch, "tile.wgmma")
-        self.active = bool(ops_named(launch, *WARPGROUP_OPS))
+        # TMA stores order generic writes by the proxy fence counts kept here (`bulk_stores.py`)
+        self.active = bool(ops_named(launch, *WARPGROUP_OPS, "tile.tma_store"))
         self.groups = max(1, n_threads // WARPGROUP)
         self._reset: list[tuple[ir.Value, int]] = []
         self._tables: dict[str, str] = {}
@@ -279,6 +281,14 @@ class Warpgroups:
 
     def _epoch(self) -> ir.Value:
         return _load(self.checker.state, 0)
+
+    def proxy_fence_counts(self, thread: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """How many tile.fence_proxy_async `thread` has run in the block, and how many of them before the
+        current barrier interval (a write it fenced before then is ordered before every thread's async read)."""
+        fences = _load(self.proxy_fences, thread)
+        before = arith.select(_ne(_load(self.proxy_epoch, thread), self._epoch()), fences,
+                              _load(self.proxy_before, thread))
+        return fences, before
 
     def _check_all_retired(self) -> None:
         tid = thread_id()
@@ -507,10 +517,7 @@ class _Wgmma:
         by_tma = arith.cmpi(b.CMPI.eq, mark, _c64(ASYNC_PROXY_WRITE))
         writer, fenced_before = _index(_high(mark)), _low(mark)
         writer = arith.select(arith.ori(never, by_tma), tid, writer)
-        epoch = _load(owner.checker.state, 0)
-        fences = _load(owner.proxy_fences, writer)
-        fences_before_barrier = arith.select(_ne(_load(owner.proxy_epoch, writer), epoch), fences,
-                                             _load(owner.proxy_before, writer))
+        fences, fences_before_barrier = owner.proxy_fence_counts(writer)
         written = arith.xori(arith.ori(never, by_tma), b.constant(ir.IntegerType.get_signless(1), 1))  # generically
         unfenced = arith.andi(written, arith.cmpi(b.CMPI.sge, fenced_before, fences))
         with b.if_then(unfenced):

@@ -1,0 +1,86 @@
+"""select-tma-stores and tma-stores (tma=True): an epilogue staged through a shared tile leaves it as thread 0's
+TMA boxes, clipped at the tensor's ragged edge. The CPU thread-level simulation (proxy fences, bulk groups and
+their pending reads checked, simulate/bulk_stores.py) runs each kernel bit for bit as the direct epilogue; a
+missing proxy fence or a tile rewritten before thread 0's wait is reported."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from support import static_gemm
+from tilemlir.backends.cpu.kernel import SimulationError
+from tilemlir.passes import tma_stores, warp_specialize
+from tilemlir.testing import relative_error
+
+BF16 = ml_dtypes.bfloat16
+
+
+def operands(rng, m, n, k):
+    return rng.standard_normal((m, k)).astype(BF16), rng.standard_normal((k, n)).astype(BF16)
+
+
+@pytest.mark.parametrize("block, threads, shape, c_dtype, options", [
+    # wgmma, two warpgroups, bf16 out: stmatrix into the swizzled tile, four 128-byte panels; ragged M and N
+    ((128, 256, 64), 256, (136, 320, 192), "bfloat16", {}),
+    # f32 out (no stmatrix: the tile is 32-bit), two 128-byte panels of 32 floats, ragged M
+    ((64, 64, 64), 128, (72, 64, 128), "float32", {}),
+    # mma.sync fed by TMA: the proxy fence is tma-stores' own (no wgmma fence before the barrier)
+    ((64, 64, 32), 128, (80, 72, 96), "bfloat16", {"tensor_cores": "mma_sync"}),
+    # warp-specialized, persistent on 2 blocks through 3 x 2 tiles: the end-of-tile barrier at the epilogue's start
+    ((64, 64, 64), 128, (136, 128, 192), "bfloat16", {"warp_specialize": True, "persistent": 2}),
+])
+def test_a_staged_epilogue_stored_by_tma_runs_as_the_direct_one(rng, block, threads, shape, c_dtype, options):
+    m, n, k = shape
+    staged = static_gemm(*block, n=n, k=k, threads=threads, shared_epilogue=True, c_dtype=c_dtype)
+    direct = static_gemm(*block, n=n, k=k, threads=threads, c_dtype=c_dtype)
+    compile_options = {"level": "thread", "tensor_cores": "wgmma", "tma": True, **options}
+    a, b = operands(rng, m, k=k, n=n)
+    got = staged.compile("cpu", **compile_options)(a, b)
+    assert np.array_equal(got, direct.compile("cpu", **compile_options)(a, b))
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-2
+
+
+def test_the_cuda_stores_the_tile_by_stmatrix_and_tma_boxes():
+    """128 x 256 bf16: 16 stmatrix.x4 a thread (8 elements each, a warp's 4 matrices), 4 boxes of 128 x 64 by
+    thread 0 after the proxy fence and the barrier; no thread stores C."""
+    fn = static_gemm(128, 256, 64, n=512, k=256, threads=256, shared_epilogue=True, c_dtype="bfloat16")
+    kernel = fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True)
+    source = kernel.cuda_source()
+    assert source.count("tl_stmatrix_x4_f32_bf16(&C_s[") == 16
+    assert source.count("tl_tma_store_2d(&C_map, &C_s[") == 4
+    assert "__nv_bfloat16* __restrict__ C," in source and "const __nv_bfloat16* __restrict__ C," not in source
+    epilogue = source[source.index("tl_stmatrix_x4_f32_bf16(&C_s["):]
+    fence, barrier = epilogue.index("tl_fence_proxy_async();"), epilogue.index("__syncthreads();")
+    issue = epilogue.index("tl_tma_store_2d(")
+    assert fence < barrier < issue < epilogue.index("tl_bulk_commit_group();") < epilogue.index(
+        "tl_bulk_wait_group_read<0>();")
+    assert epilogue[barrier:issue].splitlines()[-2].strip().startswith("if (")  # thread 0 alone (the init's test)
+    assert "&C[" not in source.split("gemm(", 1)[1]
+    maps = {m.name: m for m in kernel.signature.tensor_maps}
+    assert maps["C_map"].box == (128, 64) and maps["C_map"].swizzle == 128
+
+
+def test_without_the_proxy_fence_the_simulation_reports_the_unfenced_writes(rng, monkeypatch):
+    """mma.sync launches have no wgmma fence before their barriers: without tma-stores' own, the threads' writes
+    of the tile are not ordered before the async proxy reads it."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(tma_stores, "_fence", lambda barrier: None)
+    fn = static_gemm(64, 64, 32, n=72, k=96, shared_epilogue=True, c_dtype="bfloat16")
+    kernel = fn.compile("cpu", level="thread", tensor_cores="mma_sync", tma=True)
+    with pytest.raises(SimulationError, match=r"tile.tma_store at .*support\.py:\d+:\d+ \(thread 0 of block \d+\) "
+                                              r"reads element \d+ of shared buffer 'C_s', which thread \d+ wrote at "
+                                              r".* with no tile.fence_proxy_async after the write"):
+        kernel(*operands(rng, 80, 72, 96))
+
+
+def test_a_tile_rewritten_before_thread_0s_wait_is_a_race(rng, monkeypatch):
+    """The persistent schedule's next epilogue writes the tile only after thread 0's wait for the last tile's
+    stores and the consumers' barrier; without that wait the writes race with the TMA engine's reads."""
+    monkeypatch.setenv("TILEMLIR_DISABLE_CACHE", "1")
+    monkeypatch.setattr(warp_specialize._Split, "_first_thread_waits", lambda self, b: None)
+    fn = static_gemm(64, 64, 64, n=128, k=192, shared_epilogue=True, c_dtype="bfloat16")
+    kernel = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True, warp_specialize=True, persistent=2)
+    with pytest.raises(SimulationError, match=r"data race on shared buffer 'C_s' element \d+ in block \d+: thread "
+                                              r"\d+ .* while tile.tma_store at .*support\.py:\d+:\d+ by thread 0 may "
+                                              r"still read it"):
+        kernel(*operands(rng, 136, 128, 192))
