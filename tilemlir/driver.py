@@ -22,8 +22,9 @@ from tilemlir.diagnostics import CompileError
 from tilemlir.frontend.info import KernelInfo
 from tilemlir.ir_util import entry_function
 from tilemlir.mlir import ir
-from tilemlir.options import (CpuOptions, CudaOptions, TargetOptions, persistent_blocks, tensor_core_instruction, use_tma,
-                              use_warp_specialization)
+from tilemlir.hardware import max_shared_bytes
+from tilemlir.options import (TMA_ARCHS, CpuOptions, CudaOptions, TargetOptions, persistent_blocks,
+                              tensor_core_instruction, use_tma, use_warp_specialization)
 from tilemlir.pass_infra.runner import run_pipeline
 from tilemlir.pipeline import STAGE_PIPELINES, STAGES
 
@@ -68,7 +69,12 @@ def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_special
         from tilemlir.passes.plan_pipeline import PlanPipelineOptions
         from tilemlir.passes.select_tma_stores import SelectTmaStoresOptions
 
+        from tilemlir.passes.split_staged_epilogue import SplitStagedEpilogueOptions
+
         enabled["plan-pipeline"] = PlanPipelineOptions(tma=True)
+        # TMA's one arch (also the CPU target's simulated lowering) decides what the block's shared memory holds
+        enabled["split-staged-epilogue"] = SplitStagedEpilogueOptions(enable=True,
+                                                                      limit=max_shared_bytes(TMA_ARCHS[0]))
         enabled["select-tma-stores"] = SelectTmaStoresOptions(enable=True)
     passes = [(p, enabled[p]) if p in enabled else p for p in passes]
     if warp_specialize:

@@ -11,9 +11,10 @@ from tilemlir.analysis.mma_layouts import accumulator_layout, wgmma_accumulator_
 from tilemlir.analysis.stmatrix_stores import matrix_origins, stmatrix_plan
 
 
-def run_plan(layout, plan):
-    """[rows, cols] of (thread, register) that the plan's instructions store at each element."""
-    rows, cols = layout.shape
+def run_plan(layout, plan, shape=None):
+    """[rows, cols] of (thread, register) that the plan's instructions store at each element of the tile (of
+    `shape`, default the fragment's)."""
+    rows, cols = shape or layout.shape
     stored = np.full((rows, cols, 2), -1)
     threads = np.arange(layout.threads)
     lanes = threads % 32
@@ -49,6 +50,30 @@ def test_the_plan_stores_every_element_once_from_its_register(layout):
     thread, register = layout.locate(elements)
     assert (stored[elements[:, 0], elements[:, 1], 0] == thread).all()
     assert (stored[elements[:, 0], elements[:, 1], 1] == register).all()
+
+
+@pytest.mark.parametrize("offset, shape", [((0, 0), (128, 64)), ((0, 64), (128, 64)), ((0, 192), (128, 64)),
+                                           ((0, 128), (128, 128))])
+def test_a_box_of_the_fragment_is_stored_from_its_registers(offset, shape):
+    """A column slab of the 128 x 256 wgmma accumulator (an epilogue stored in slabs): the plan stores every
+    element of the slab once, at its place in the slab's tile, from the register the layout puts it in."""
+    layout = wgmma_accumulator_layout((128, 256), 256, 2, 1)
+    plan = stmatrix_plan(layout, offset, shape)
+    assert plan is not None and plan.instructions * plan.count * 2 * (256 // shape[1]) == layout.registers
+    stored = run_plan(layout, plan, shape)
+    elements = layout.all_elements()
+    inside = ((elements >= offset) & (elements < np.add(offset, shape))).all(axis=1)
+    elements = elements[inside]
+    thread, register = layout.locate(elements)
+    local = elements - offset
+    assert (stored[local[:, 0], local[:, 1], 0] == thread).all()
+    assert (stored[local[:, 0], local[:, 1], 1] == register).all()
+
+
+def test_a_box_that_cuts_a_matrix_is_refused():
+    layout = wgmma_accumulator_layout((128, 256), 256, 2, 1)
+    assert stmatrix_plan(layout, (0, 4), (128, 64)) is None
+    assert stmatrix_plan(layout, (0, 0), (60, 64)) is None
 
 
 def test_the_wgmma_accumulator_takes_x4_stores_of_consecutive_pairs():

@@ -84,3 +84,26 @@ def test_a_tile_rewritten_before_thread_0s_wait_is_a_race(rng, monkeypatch):
                                               r"\d+ .* while tile.tma_store at .*support\.py:\d+:\d+ by thread 0 may "
                                               r"still read it"):
         kernel(*operands(rng, 136, 128, 192))
+
+
+def test_an_epilogue_the_block_cannot_hold_goes_out_in_slabs(rng):
+    """128 x 256 tiles, 4 stages (192 KiB of rings) and a 64 KiB bf16 staged tile need 257 KiB: the epilogue goes
+    out in four 128 x 64 slabs through two slab buffers (225 KiB in all); simulated, persistent on 2 blocks, bit
+    for bit the direct epilogue. With 3 stages the whole tile fits and stays one."""
+    m, n, k = 136, 512, 256
+    options = {"level": "thread", "tensor_cores": "wgmma", "tma": True, "warp_specialize": True, "persistent": 2}
+    staged = static_gemm(128, 256, 64, n=n, k=k, threads=256, num_stages=4, shared_epilogue=True, c_dtype="bfloat16")
+    direct = static_gemm(128, 256, 64, n=n, k=k, threads=256, num_stages=4, c_dtype="bfloat16")
+    a, b = operands(rng, m, n, k)
+    got = staged.compile("cpu", **options)(a, b)
+    assert np.array_equal(got, direct.compile("cpu", **options)(a, b))
+    assert relative_error(got, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-2
+    cuda = {key: value for key, value in options.items() if key != "level"}
+    kernel = staged.compile("cuda", arch="sm_90a", **cuda)
+    source = kernel.cuda_source()
+    assert kernel.signature.shared_bytes <= 227 * 1024
+    assert "C_s_slab0 =" in source and "C_s_slab1 =" in source and " C_s =" not in source
+    assert source.count("tl_tma_store_2d(&C_map, &C_s_slab") == 4
+    three = static_gemm(128, 256, 64, n=n, k=k, threads=256, num_stages=3, shared_epilogue=True, c_dtype="bfloat16")
+    source = three.compile("cuda", arch="sm_90a", **cuda).cuda_source()
+    assert " C_s =" in source and "slab" not in source

@@ -99,7 +99,7 @@ def tma_problem(copy: ir.Operation) -> str | None:
 def tma_store_problem(copy: ir.Operation) -> str | None:
     """Why a TMA store cannot run `copy` (a `tile.copy` of a shared tile into a tensor argument), or None.
     TMA drops the box's elements outside the tensor, as the copy's clipping does; the tensor must be one the
-    kernel touches nowhere else (the store completes asynchronously, after the kernel's other accesses)."""
+    kernel otherwise only stores disjoint shared tiles into (`_other_uses_problem`)."""
     copy = operation(copy)
     src, dst = copy.operands[0], copy.operands[1]
     if memory_space(src.type) != SHARED or src.type.rank != 2:
@@ -109,10 +109,43 @@ def tma_store_problem(copy: ir.Operation) -> str | None:
         copy, dst.type, src.type, offsets[src.type.rank:], offsets[:src.type.rank])
     if problem:
         return problem
-    others = [use.owner for use in dst.uses if operation(use.owner) != copy]
-    if others:
+    return _other_uses_problem(copy) or _layout_problem(src.type, buffer_swizzle(src))
+
+
+def _other_uses_problem(copy: ir.Operation) -> str | None:
+    """The store completes asynchronously, after the kernel's other accesses and in no order with other stores:
+    the tensor's only other uses must be copies out of shared tiles in the same block at the same rows whose
+    columns provably miss this box (one base plus distinct constants a box apart: an epilogue's slabs)."""
+    dst = copy.operands[1]
+    copies = [operation(use.owner) for use in dst.uses]
+    if any(op.name != "tile.copy" or op.operands[1] != dst or memory_space(op.operands[0].type) != SHARED
+           or op.block != copy.block for op in copies):
         return "the kernel accesses its destination tensor elsewhere too (a TMA store completes asynchronously)"
-    return _layout_problem(src.type, buffer_swizzle(src))
+    boxes = [_columns(op) for op in copies]
+    if len({(rows, base) for rows, base, _, _ in boxes}) != 1:
+        return "other copies into its tensor may overlap it (TMA stores complete in no order)"
+    spans = sorted((start, start + width) for _, _, start, width in boxes)
+    if any(end > start for (_, end), (start, _) in zip(spans, spans[1:])):
+        return "other copies into its tensor may overlap it (TMA stores complete in no order)"
+    return None
+
+
+def _columns(copy: ir.Operation) -> tuple:
+    """(the row operands, the column's non-constant base, its constant part, the box's width) of a copy into a
+    tensor: `base + c` or `c`."""
+    rank = copy.operands[0].type.rank
+    coords = list(copy.operands)[2 + rank:]
+    width = ir.IntegerAttr(copy.attributes["shape"][len(copy.attributes["shape"]) - 1]).value
+    column = coords[-1]
+    known = constant_int(column)
+    if known is not None:
+        return tuple(coords[:-1]), None, known, width
+    owner = defining_op(column)
+    if owner is not None and owner.name == "arith.addi":
+        for base, step in (owner.operands, reversed(list(owner.operands))):
+            if constant_int(step) is not None:
+                return tuple(coords[:-1]), base, constant_int(step), width
+    return tuple(coords[:-1]), column, 0, width
 
 
 def _tensor_problem(tensor: ir.Value, role: str) -> str | None:

@@ -102,6 +102,7 @@ PASS_MODULES: dict[str, str] = {
     "select-stmatrix": "tilemlir.passes.select_stmatrix",
     "select-tma-stores": "tilemlir.passes.select_tma_stores",
     "simulate-threads": "tilemlir.backends.cpu.simulate_threads",
+    "split-staged-epilogue": "tilemlir.passes.split_staged_epilogue",
     "strip-tile-attributes": "tilemlir.backends.cpu.strip_tile_attributes",
     "test-diagnostics": "tilemlir.passes.testing.diagnostics",
     "tma-copies": "tilemlir.passes.tma_copies",

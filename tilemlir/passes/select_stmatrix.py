@@ -1,9 +1,9 @@
 """select-stmatrix: `tile.stmatrix` on the copies of a whole fragment into a shared tile stmatrix can run.
 
 Takes tile-level IR after infer-layouts (every fragment has its layout) and before lower-tile-ops, which
-keeps the marked copies whole. Gives the same IR where each `tile.copy` of a whole fragment (f32, f16 or
-bf16) onto a whole two-dimensional shared tile of 16-bit floats of the same shape, at offset 0, whose layout
-`analysis/stmatrix_stores.stmatrix_plan` accepts (the mma.sync and wgmma accumulators: an epilogue staged
+keeps the marked copies whole. Gives the same IR where each `tile.copy` of a fragment (f32, f16 or bf16), whole
+or a box at constant offsets, onto a whole two-dimensional shared tile of 16-bit floats, whose layout
+`analysis/stmatrix_stores.stmatrix_plan` accepts at that box (the mma.sync and wgmma accumulators: an epilogue staged
 through shared memory, `T.copy(C_f, C_s)`), carries `tile.stmatrix`: partition-threads makes it the plan's
 stmatrix instructions on the thread's registers (`rewriting/stmatrix_stores.py`), 8 elements a lane each
 (four pairs) where the thread copy stores one pair. The copy's meaning is unchanged until then. Without
@@ -53,9 +53,8 @@ def _fits(copy: ir.Operation) -> bool:
     if str(dst.type.element_type) not in STORED_TYPES or str(src.type.element_type) not in SOURCE_TYPES:
         return False
     box = [ir.IntegerAttr(a).value for a in copy.attributes["shape"]]
-    if box != list(src.type.shape) or box != list(dst.type.shape):
-        return False
-    if any(constant_int(v) != 0 for v in list(copy.operands)[2:]):
+    offsets = [constant_int(v) for v in list(copy.operands)[2:]]
+    if box != list(dst.type.shape) or None in offsets or any(offsets[2:]):
         return False
     layout = lir.get_layout(alloc)
-    return layout is not None and stmatrix_plan(layout) is not None
+    return layout is not None and stmatrix_plan(layout, tuple(offsets[:2]), tuple(box)) is not None

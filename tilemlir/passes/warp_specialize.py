@@ -395,8 +395,7 @@ class _Split:
             warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location,
                                     ip=ir.InsertionPoint(operation(list(work.operations)[-1])))
             return
-        for wait in waits:
-            wait.erase()
+        waits[-1].erase()  # the tile's last store's: an earlier one orders its tile's reuse within the epilogue
         self._first_thread_waits(Builder(drained, loop.location, self.body, self.pool))
         warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location, ip=drained)
         tile_loop = operation(work.owner)

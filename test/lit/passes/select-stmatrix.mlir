@@ -33,3 +33,24 @@ func.func @epilogue(%C: memref<?x64xbf16>) attributes {tile.entry} {
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// A column slab of the accumulator (split-staged-epilogue's) onto a slab tile: stmatrix of the slab's registers; a
+// box whose columns cut the 8 x 8 matrices is refused.
+// CHECK-LABEL: func.func @slab
+// CHECK: "tile.copy"({{.+}}) {shape = [64, 32], tile.stmatrix}
+// CHECK-NEXT: "tile.copy"({{.+}}) {shape = [64, 32]} :
+func.func @slab() attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %acc = "tile.alloc_fragment"() {layout = #tile.layout<#thread, #reg, 1 : i64>, name = "C_f"} : () -> memref<64x64xf32, "fragment">
+    %slab = "tile.alloc_shared"() {name = "C_s_slab0", tile.swizzle = 64 : i64} : () -> memref<64x32xbf16, "shared">
+    "tile.copy"(%acc, %slab, %c0, %c32, %c0, %c0) {shape = [64, 32]} : (memref<64x64xf32, "fragment">, memref<64x32xbf16, "shared">, index, index, index, index) -> ()
+    "tile.copy"(%acc, %slab, %c0, %c4, %c0, %c0) {shape = [64, 32]} : (memref<64x64xf32, "fragment">, memref<64x32xbf16, "shared">, index, index, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
