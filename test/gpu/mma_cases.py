@@ -132,6 +132,10 @@ WS_CASES = {
     "ws_persistent_bf16_128x128x64_staged_ragged": dict(block_M=128, block_N=128, block_K=64, dtype="bfloat16",
                                                         out_dtype="bfloat16", num_stages=3, n=1000, k=1000,
                                                         persistent=5, staged=True),
+    # 4 stages leave no room for the whole staged tile: the epilogue goes out in 128 x 64 slabs
+    "ws_persistent_bf16_128x256x64_staged_slabs": dict(block_M=128, block_N=256, block_K=64, threads=256,
+                                                       dtype="bfloat16", out_dtype="bfloat16", num_stages=4, n=4096,
+                                                       k=4096, persistent=True, staged=True),
 }
 WS_WGMMA = (*TMA_WGMMA, "tl_mbarrier_arrive(")
 # fp8 wgmma m64nNk32 (K-major A and B: B stored N x K): 128/64/32-byte rows, mixed kinds, two warpgroups

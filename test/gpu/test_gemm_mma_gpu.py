@@ -157,7 +157,8 @@ def test_persistent_on_few_blocks_with_ragged_edges():
 
 
 @pytest.mark.parametrize("name, m, n", [("ws_persistent_bf16_128x256x64_staged", 4095, 4096),
-                                        ("ws_persistent_bf16_128x128x64_staged_ragged", 1031, 1000)])
+                                        ("ws_persistent_bf16_128x128x64_staged_ragged", 1031, 1000),
+                                        ("ws_persistent_bf16_128x256x64_staged_slabs", 4095, 4096)])
 def test_persistent_epilogue_through_shared_memory(name, m, n):
     """T.copy(C_f, C_s); T.copy(C_s, C): stmatrix into a swizzled shared tile, thread 0's TMA boxes out, the
     boxes' reads waited for before the next tile's epilogue; TMA clips the ragged M and N."""
