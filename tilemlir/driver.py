@@ -69,12 +69,12 @@ def _stage_pipeline(stage: str, instruction: str | None, tma: bool, warp_special
         from tilemlir.passes.plan_pipeline import PlanPipelineOptions
         from tilemlir.passes.select_tma_stores import SelectTmaStoresOptions
 
-        from tilemlir.passes.split_staged_epilogue import SplitStagedEpilogueOptions
+        from tilemlir.passes.epilogue_slabs import EpilogueSlabsOptions
 
         enabled["plan-pipeline"] = PlanPipelineOptions(tma=True)
         # TMA's one arch (also the CPU target's simulated lowering) decides what the block's shared memory holds
-        enabled["split-staged-epilogue"] = SplitStagedEpilogueOptions(enable=True,
-                                                                      limit=max_shared_bytes(TMA_ARCHS[0]))
+        enabled["epilogue-slabs"] = EpilogueSlabsOptions(enable=True, direct=instruction == "wgmma",
+                                                          limit=max_shared_bytes(TMA_ARCHS[0]))
         enabled["select-tma-stores"] = SelectTmaStoresOptions(enable=True)
     passes = [(p, enabled[p]) if p in enabled else p for p in passes]
     if warp_specialize:

@@ -33,7 +33,7 @@ def thread_pipeline() -> list[str]:
         # With tma=True (else a no-op): a staged epilogue the block's shared memory cannot hold goes out in column
         # slabs through two slab buffers; needs plan-pipeline's rings (their stages count) and the tile's swizzle,
         # before the two passes below, which then mark the slabs' copies.
-        "split-staged-epilogue",
+        "epilogue-slabs",
         # With tma=True (else a no-op): copies of a whole shared tile into a tensor argument (a staged epilogue)
         # become TMA stores; needs the tile's swizzle from select-shared-layouts, before lower-tile-ops, which
         # keeps them whole, and partition-threads, whose barrier planner sees each as every thread's read.

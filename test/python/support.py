@@ -253,10 +253,11 @@ def tensor_core_gemm(block_M, block_N, block_K, trans_a=False, trans_b=False, dt
 
 
 def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=False, dtype="bfloat16",
-                threads=128, num_stages=3, shared_epilogue=False, c_dtype="float32"):
+                threads=128, num_stages=3, shared_epilogue=False, c_dtype="float32", disable_tma_out=False):
     """A jit GEMM C = op(A) @ op(B) whose tensors' inner dims are the static n and k (and m when A is stored
     K x M), M run-time otherwise: the strides a tensor map needs known (the TMA tests compile it).
-    `shared_epilogue`: C (of `c_dtype`) goes to global memory through a shared tile."""
+    `shared_epilogue`: C (of `c_dtype`) goes to global memory through a shared tile; `disable_tma_out`: the
+    direct copy out says disable_tma=True."""
     M = m if trans_a else T.symbolic("M")
     a_shape = (k, M) if trans_a else (M, k)
     b_shape = (n, k) if trans_b else (k, n)
@@ -285,6 +286,6 @@ def static_gemm(block_M, block_N, block_K, n, k, m=None, trans_a=False, trans_b=
                 T.copy(C_f, C_s)
                 T.copy(C_s, C[by * block_M, bx * block_N])
             else:
-                T.copy(C_f, C[by * block_M, bx * block_N])
+                T.copy(C_f, C[by * block_M, bx * block_N], disable_tma=disable_tma_out)
 
     return gemm

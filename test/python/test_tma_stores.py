@@ -107,3 +107,20 @@ def test_an_epilogue_the_block_cannot_hold_goes_out_in_slabs(rng):
     three = static_gemm(128, 256, 64, n=n, k=k, threads=256, num_stages=3, shared_epilogue=True, c_dtype="bfloat16")
     source = three.compile("cuda", arch="sm_90a", **cuda).cuda_source()
     assert " C_s =" in source and "slab" not in source
+
+
+def test_a_direct_epilogue_goes_out_in_slabs_unless_it_says_disable_tma(rng):
+    """examples/gemm.py's epilogue, `T.copy(C_f, C[...])`, with tma=True on wgmma: through two 128 x 64 slab
+    buffers, stmatrix in and TMA boxes out; simulated, bit for bit the kernel with direct stores (tma=False).
+    `T.copy(C_f, C[...], disable_tma=True)` keeps the direct stores."""
+    m, n, k = 136, 320, 192
+    fn = static_gemm(128, 256, 64, n=n, k=k, threads=256, c_dtype="bfloat16")
+    a, b = operands(rng, m, n, k)
+    got = fn.compile("cpu", level="thread", tensor_cores="wgmma", tma=True)(a, b)
+    assert np.array_equal(got, fn.compile("cpu", level="thread", tensor_cores="wgmma")(a, b))
+    source = fn.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True).cuda_source()
+    assert "C_f_slab0 =" in source and source.count("tl_tma_store_2d(&C_map, &C_f_slab") == 4
+    assert source.count("tl_stmatrix_x4_f32_bf16(&C_f_slab") == 16 and "&C[" not in source.split("gemm(", 1)[1]
+    kept = static_gemm(128, 256, 64, n=n, k=k, threads=256, c_dtype="bfloat16", disable_tma_out=True)
+    source = kept.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True).cuda_source()
+    assert "slab" not in source and "tl_tma_store" not in source and "&C[" in source

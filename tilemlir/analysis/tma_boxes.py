@@ -37,6 +37,7 @@ from tilemlir.mlir import ir
 
 TMA_ATTR = "tile.tma"  # on a ring copy TMA runs (plan-pipeline), lowered by tma-copies
 TMA_STORE_ATTR = "tile.tma_store"  # on a shared -> global copy TMA runs (select-tma-stores), lowered by tma-stores
+DISABLE_TMA_ATTR = "tile.disable_tma"  # T.copy(..., disable_tma=True): the copy stays a thread copy
 STRIDE_BYTES = 16  # a tensor map's byte strides are multiples of this
 UNSWIZZLED_TILE_BYTES = 128  # a box's shared destination is 128-byte aligned: an unswizzled slot's size is a multiple
 ROW_GROUP = 8  # rows of a swizzle atom
@@ -83,6 +84,8 @@ def tma_problem(copy: ir.Operation) -> str | None:
     """Why TMA cannot run `copy` (a `tile.copy` into a shared tile), or None when it can."""
     copy = operation(copy)
     src, dst = copy.operands[0], copy.operands[1]
+    if DISABLE_TMA_ATTR in copy.attributes:
+        return "it says disable_tma=True"
     if memory_space(dst.type) != SHARED or dst.type.rank != 2:
         return "its destination is not a two-dimensional shared tile"
     offsets = list(copy.operands)[2:]
@@ -102,6 +105,8 @@ def tma_store_problem(copy: ir.Operation) -> str | None:
     kernel otherwise only stores disjoint shared tiles into (`_other_uses_problem`)."""
     copy = operation(copy)
     src, dst = copy.operands[0], copy.operands[1]
+    if DISABLE_TMA_ATTR in copy.attributes:
+        return "it says disable_tma=True"
     if memory_space(src.type) != SHARED or src.type.rank != 2:
         return "its source is not a two-dimensional shared tile"
     offsets = list(copy.operands)[2:]

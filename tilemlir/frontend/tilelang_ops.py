@@ -155,8 +155,8 @@ class TileLangOpsMixin:
         return variable.base, self.per_thread_element(variable, [zero])
 
     def check_copy_hints(self, args) -> None:
-        """T.copy's TileLang hints: checked for type, then left to the emitter (which picks vector widths and
-        has no TMA copies)."""
+        """T.copy's TileLang hints: checked for type; `disable_tma=True` keeps the copy off TMA (intrinsic_copy
+        marks it), the others are left to the emitter, which picks vector widths itself."""
         disable_tma = self.arg(args, "disable_tma")
         if disable_tma is not None and not isinstance(disable_tma, bool):
             raise KernelError(f"T.copy: disable_tma must be True or False, got {disable_tma!r}",

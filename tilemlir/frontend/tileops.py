@@ -13,6 +13,7 @@ from typing import Any
 
 from tilemlir import language as T
 from tilemlir.analysis.signedness import mark_unsigned
+from tilemlir.analysis.tma_boxes import DISABLE_TMA_ATTR
 from tilemlir.dialects import tile
 from tilemlir.dialects.tensor_core_ops import POLICY_ATTR
 from tilemlir.frontend import scalars
@@ -248,8 +249,10 @@ class TileOpsMixin:
                 node,
             )
         box = self.copy_box(src, dst, node)
-        tile.copy(src.buffer.value, dst.buffer.value, [o.value for o in src.offsets],
-                  [o.value for o in dst.offsets], box)
+        copy = tile.copy(src.buffer.value, dst.buffer.value, [o.value for o in src.offsets],
+                         [o.value for o in dst.offsets], box)
+        if self.arg(args, "disable_tma"):
+            copy.operation.attributes[DISABLE_TMA_ATTR] = ir.UnitAttr.get()
 
     def copy_box(self, src: Region, dst: Region, node: ast.AST) -> list[int]:
         rank = max(src.buffer.rank, dst.buffer.rank)

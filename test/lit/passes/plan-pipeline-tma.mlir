@@ -110,6 +110,7 @@ func.func @not_tma(%X: memref<?x64xf32>, %Y: memref<?x12xbf16>, %Z: memref<?x64x
     %z = "tile.alloc_shared"() {name = "Z_s", tile.swizzle = 128 : i64} : () -> memref<4x64xbf16, "shared">
     %w = "tile.alloc_shared"() {name = "W_s"} : () -> memref<16x64xbf16, "shared">
     %v_s = "tile.alloc_shared"() {name = "V_s"} : () -> memref<16x64xbf16, "shared">
+    %d_s = "tile.alloc_shared"() {name = "D_s"} : () -> memref<16x64xbf16, "shared">
     "tile.pipelined"(%c0, %n, %c1) ({
     ^bb0(%k: index):
       %row = arith.muli %k, %c16 : index
@@ -122,6 +123,9 @@ func.func @not_tma(%X: memref<?x64xf32>, %Y: memref<?x12xbf16>, %Z: memref<?x64x
       "tile.copy"(%Z, %z, %zrow, %c0, %c0, %c0) {shape = [4, 64]} : (memref<?x64xbf16>, memref<4x64xbf16, "shared">, index, index, index, index) -> ()
       // expected-remark @+1 {{T.copy stays cp.async, not TMA: its start along the tensor's innermost dim is not provably a multiple of 16 bytes (8 elements; a box off that grain faults at the tensor's edge)}}
       "tile.copy"(%V, %v_s, %row, %c4, %c0, %c0) {shape = [16, 64]} : (memref<?x128xbf16>, memref<16x64xbf16, "shared">, index, index, index, index) -> ()
+      // expected-remark @+1 {{T.copy stays cp.async, not TMA: it says disable_tma=True}}
+      "tile.copy"(%Z, %d_s, %row, %c0, %c0, %c0) {shape = [16, 64], tile.disable_tma} : (memref<?x64xbf16>, memref<16x64xbf16, "shared">, index, index, index, index) -> ()
+      %q = memref.load %d_s[%c0, %c0] : memref<16x64xbf16, "shared">
       %u = memref.load %x[%c0, %c0] : memref<16x64xbf16, "shared">
       %r = memref.load %v_s[%c0, %c0] : memref<16x64xbf16, "shared">
       %v = memref.load %y[%c0, %c0] : memref<16x12xbf16, "shared">

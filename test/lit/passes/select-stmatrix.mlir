@@ -34,7 +34,7 @@ func.func @epilogue(%C: memref<?x64xbf16>) attributes {tile.entry} {
   return
 }
 
-// A column slab of the accumulator (split-staged-epilogue's) onto a slab tile: stmatrix of the slab's registers; a
+// A column slab of the accumulator (epilogue-slabs's) onto a slab tile: stmatrix of the slab's registers; a
 // box whose columns cut the 8 x 8 matrices is refused.
 // CHECK-LABEL: func.func @slab
 // CHECK: "tile.copy"({{.+}}) {shape = [64, 32], tile.stmatrix}

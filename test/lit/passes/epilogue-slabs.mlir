@@ -1,8 +1,9 @@
-// split-staged-epilogue{enable=true limit=232448} (sm_90a's 227 KiB): a staged epilogue tile the block's shared
+// epilogue-slabs{enable=true limit=232448} (sm_90a's 227 KiB): a staged epilogue tile the block's shared
 // memory cannot hold (here 192 KiB of rings and a 64 KiB tile) becomes two 128 x 64 slab buffers, swizzled as the
 // tile, and its two copies one pair per 64-column slab; a tile that fits, or one with other uses, stays whole.
-// RUN: tile-opt %s --split-input-file -p 'split-staged-epilogue{enable=true limit=232448}' | FileCheck %s
-// RUN: tile-opt %s --split-input-file -p split-staged-epilogue | FileCheck %s --check-prefix=OFF
+// RUN: tile-opt %s --split-input-file -p 'epilogue-slabs{enable=true direct=true limit=232448}' 2>/dev/null | FileCheck %s
+// RUN: tile-opt %s --split-input-file --verify-diagnostics -p 'epilogue-slabs{enable=true direct=true limit=232448}' -o /dev/null
+// RUN: tile-opt %s --split-input-file -p epilogue-slabs | FileCheck %s --check-prefix=OFF
 
 #thread = affine_map<(d0, d1) -> ((d1 floordiv 2) mod 4 + (d0 mod 8) * 4 + ((d0 floordiv 16) mod 4) * 32 + (d0 floordiv 64) * 128)>
 #reg = affine_map<(d0, d1) -> (d1 mod 2 + ((d0 floordiv 8) mod 2) * 2 + (d1 floordiv 8) * 4)>
@@ -61,6 +62,41 @@ func.func @fits_or_read(%C: memref<?x512xbf16>, %D: memref<?x512xbf16>) attribut
     "tile.copy"(%acc, %ds, %c0, %c0, %c0, %c0) {shape = [128, 256]} : (memref<128x256xf32, "fragment">, memref<128x256xbf16, "shared">, index, index, index, index) -> ()
     %v = memref.load %ds[%c0, %c0] : memref<128x256xbf16, "shared">
     "tile.copy"(%ds, %D, %c0, %c0, %c0, %c0) {shape = [128, 256]} : (memref<128x256xbf16, "shared">, memref<?x512xbf16>, index, index, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 256 : i64} : (index) -> ()
+  return
+}
+
+// -----
+
+#thread = affine_map<(d0, d1) -> ((d1 floordiv 2) mod 4 + (d0 mod 8) * 4 + ((d0 floordiv 16) mod 4) * 32 + (d0 floordiv 64) * 128)>
+#reg = affine_map<(d0, d1) -> (d1 mod 2 + ((d0 floordiv 8) mod 2) * 2 + (d1 floordiv 8) * 4)>
+// direct=true: the accumulator copied straight into C (examples/gemm.py's epilogue) goes out through two slab
+// buffers named after it; one with disable_tma=True, and one into a tensor TMA cannot store (a run-time inner dim:
+// a remark), stay direct.
+// CHECK-LABEL: func.func @direct
+// CHECK: %[[S0:.+]] = "tile.alloc_shared"() {name = "C_f_slab0", tile.swizzle = 128 : i64} : () -> memref<128x64xbf16, "shared">
+// CHECK-NEXT: %[[S1:.+]] = "tile.alloc_shared"() {name = "C_f_slab1", tile.swizzle = 128 : i64} : () -> memref<128x64xbf16, "shared">
+// CHECK-NEXT: %[[F:.+]] = "tile.alloc_fragment"
+// CHECK: "tile.copy"(%[[F]], %[[S0]], {{.+}}) {shape = [128, 64]}
+// CHECK-NEXT: "tile.copy"(%[[S0]], %arg0, {{.+}}) {shape = [128, 64]}
+// CHECK: "tile.copy"(%[[S1]], %arg0, {{.+}}) {shape = [128, 64]}
+// CHECK: "tile.copy"(%[[S1]], %arg0, {{.+}}) {shape = [128, 64]}
+// CHECK-NEXT: "tile.copy"(%[[F]], %arg1, {{.+}}) {shape = [128, 256], tile.disable_tma}
+// CHECK-NEXT: "tile.copy"(%[[F]], %arg2, {{.+}}) {shape = [128, 256]}
+// CHECK-NOT: slab
+// OFF-LABEL: func.func @direct
+// OFF-NOT: slab
+func.func @direct(%C: memref<?x512xbf16>, %D: memref<?x512xbf16>, %E: memref<?x?xbf16>) attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  "tile.kernel"(%c2) ({
+  ^bb0(%bx: index):
+    %acc = "tile.alloc_fragment"() {layout = #tile.layout<#thread, #reg, 1 : i64>, name = "C_f"} : () -> memref<128x256xf32, "fragment">
+    "tile.copy"(%acc, %C, %c0, %c0, %c0, %c0) {shape = [128, 256]} : (memref<128x256xf32, "fragment">, memref<?x512xbf16>, index, index, index, index) -> ()
+    "tile.copy"(%acc, %D, %c0, %c0, %c0, %c0) {shape = [128, 256], tile.disable_tma} : (memref<128x256xf32, "fragment">, memref<?x512xbf16>, index, index, index, index) -> ()
+    // expected-remark @+1 {{the accumulator's copy out stays direct: TMA cannot store its slabs: a dim of its tensor other than the outermost has a run-time size (a tensor map's byte strides must be known multiples of 16)}}
+    "tile.copy"(%acc, %E, %c0, %c0, %c0, %c0) {shape = [128, 256]} : (memref<128x256xf32, "fragment">, memref<?x?xbf16>, index, index, index, index) -> ()
     "tile.yield"() : () -> ()
   }) {threads = 256 : i64} : (index) -> ()
   return
