@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--clean", action="store_true", help="remove the artifact root first")
     parser.add_argument("--example", type=Path, default=EXAMPLE,
                         help="the module whose `matmul` factory is built (default examples/gemm.py; "
-                             "benchmarks/staged_gemm.py stages the result through shared memory)")
+                             "benchmarks/staged_gemm.py stages the result through a shared tile, "
+                             "benchmarks/direct_gemm.py keeps it off TMA)")
     return parser
 
 

@@ -30,9 +30,9 @@ def thread_pipeline() -> list[str]:
         # iteration; before lower-tile-ops, which marks the ring copies' stores asynchronous, and
         # partition-threads, whose barrier planner leaves the rings to that one barrier.
         "plan-pipeline",
-        # With tma=True (else a no-op): a staged epilogue the block's shared memory cannot hold goes out in column
-        # slabs through two slab buffers; needs plan-pipeline's rings (their stages count) and the tile's swizzle,
-        # before the two passes below, which then mark the slabs' copies.
+        # With tma=True (else a no-op): an accumulator's copy out (direct on wgmma, or a staged tile the block
+        # cannot hold) goes in column slabs through two slab buffers; needs plan-pipeline's rings (their stages
+        # count against the block's shared memory), before the two passes below, which mark the slabs' copies.
         "epilogue-slabs",
         # With tma=True (else a no-op): copies of a whole shared tile into a tensor argument (a staged epilogue)
         # become TMA stores; needs the tile's swizzle from select-shared-layouts, before lower-tile-ops, which
