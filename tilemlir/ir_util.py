@@ -70,6 +70,22 @@ def after(op: ir.Operation) -> ir.InsertionPoint:
     return ir.InsertionPoint(op.operation.block)
 
 
+def next_op(op: ir.Operation) -> ir.Operation | None:
+    """The op after `op` in its block, None for the last."""
+    ops = [operation(o) for o in op.block.operations]
+    index = ops.index(operation(op))
+    return ops[index + 1] if index + 1 < len(ops) else None
+
+
+def fresh_name(base: str, taken: set) -> str:
+    """`base`, or `base_1`, `base_2`... the first not in `taken` (which it joins)."""
+    name, n = base, 1
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
 def inside(op: ir.Operation, ancestor: ir.Operation) -> bool:
     """Whether `op` is `ancestor` or nested in it."""
     node = op

@@ -34,7 +34,7 @@ from tilemlir.analysis.tma_boxes import DISABLE_TMA_ATTR, tma_store_problem
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
 from tilemlir.dialects.tile import SHARED, _element_bytes, memory_space
-from tilemlir.ir_util import constant_int, defining_op, operation, ops_named, walk_ops
+from tilemlir.ir_util import constant_int, defining_op, next_op, operation, ops_named, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.thread_builder import Builder
@@ -109,7 +109,7 @@ class _Kernel:
         first = lir.fragment_alloc(fragment)
         made = _in_slabs(copy, tensor, list(copy.operands)[4:6], columns, lir.name_of(first),
                          ir.InsertionPoint(first), ir.InsertionPoint(copy), copy.location)
-        following, operands, location = _next(copy), list(copy.operands), copy.location
+        following, operands, location = next_op(copy), list(copy.operands), copy.location
         attributes = {name: copy.attributes[name] for name in copy.attributes}
         copy.erase()  # the tensor's other uses decide whether TMA may store the slabs
         problems = [tma_store_problem(op) for op in made if op.name == "tile.copy"
@@ -134,11 +134,6 @@ def _direct(op: ir.Operation) -> bool:
             or dst.type.rank != 2 or str(dst.type.element_type) not in STORED_TYPES:
         return False
     return _whole(op, list(src.type.shape), list(op.operands)[2:4])
-
-
-def _next(op: ir.Operation) -> ir.Operation:
-    ops = [operation(o) for o in op.block.operations]
-    return ops[ops.index(op) + 1]
 
 
 def _whole(copy: ir.Operation, shape: list[int], offsets: list[ir.Value]) -> bool:

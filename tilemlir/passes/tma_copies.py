@@ -31,11 +31,11 @@ from tilemlir.analysis.tma_boxes import TMA_ATTR, TmaBoxes, buffer_swizzle, tile
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy
 from tilemlir.dialects.tile import SHARED
-from tilemlir.ir_util import constant_int, enclosing, operation, ops_named, walk_ops
+from tilemlir.ir_util import after, constant_int, enclosing, fresh_name, next_op, operation, ops_named, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
-from tilemlir.rewriting.tensor_maps import TensorMaps, fresh_name
+from tilemlir.rewriting.tensor_maps import TensorMaps
 from tilemlir.rewriting.thread_builder import Builder
 
 FULL_BARRIERS = "full"
@@ -134,7 +134,7 @@ class _LaunchTma:
     def _issue(self, group: list[ir.Operation], full: ir.Value) -> None:
         """Thread 0: one arrival expecting every box's bytes of the group's tile, then the boxes."""
         last = group[-1]
-        b = Builder(_after(last), last.location, self.body, self.pool)
+        b = Builder(after(last), last.location, self.body, self.pool)
         slot = _slot(last)
         boxes = [self._boxes(copy) for copy in group]
         with b.if_(self._elected(b)) as elected:
@@ -166,10 +166,10 @@ class _LaunchTma:
         body = loop.regions[0].blocks[0]
         stages = full.type.shape[0]
         position = issue
-        following = _next(position)
+        following = next_op(position)
         if following is not None and following.name == "tile.cp_async_commit":
             position = following  # the cp.async copies of the tile go out first
-        b = Builder(_after(position), loop.location, self.body, self.pool)
+        b = Builder(after(position), loop.location, self.body, self.pool)
         lower, _, step = list(loop.operands)[:3]
         t = b.sub(body.arguments[0], lower)
         known_step = constant_int(step)
@@ -189,24 +189,12 @@ def _slot(copy: ir.Operation) -> ir.Value:
 
 def _adjacent(first: ir.Operation, second: ir.Operation) -> bool:
     """Whether only index arithmetic (the next copy's offsets) lies between two ops of one block."""
-    op = _next(first)
+    op = next_op(first)
     while op is not None and op != second:
         if not op.name.startswith(("arith.", "index.", "affine.apply")):
             return False
-        op = _next(op)
+        op = next_op(op)
     return op is not None
-
-
-def _next(op: ir.Operation) -> ir.Operation | None:
-    """The op after `op` in its block, None for the last."""
-    ops = list(op.block.operations)
-    index = next(i for i, candidate in enumerate(ops) if operation(candidate) == op)
-    return operation(ops[index + 1]) if index + 1 < len(ops) else None
-
-
-def _after(op: ir.Operation) -> ir.InsertionPoint:
-    following = _next(op)
-    return ir.InsertionPoint(following) if following is not None else ir.InsertionPoint(op.block)
 
 
 def _inside(op: ir.Operation, loop: ir.Operation) -> bool:

@@ -43,7 +43,8 @@ from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
 from tilemlir.dialects.shared_access import SHARED_INDEXED
 from tilemlir.dialects.tile import SHARED
-from tilemlir.ir_util import constant_int, defining_op, inside, operation, ops_named, set_launch_block_x, walk_ops
+from tilemlir.ir_util import (constant_int, defining_op, fresh_name, inside, next_op, operation, ops_named,
+                              set_launch_block_x, walk_ops)
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.passes.partition_threads import NUM_STAGES_ATTR
@@ -175,7 +176,7 @@ class _Split:
         self.fence = fence
         op = _top_level(fence, self.body)
         while op is not None and op.name != "gpu.barrier":
-            op = _next(op)
+            op = next_op(op)
         if op is None:
             raise diag.error(fence, "warp-specialize: no gpu.barrier follows the mbarrier inits")
         return op
@@ -186,7 +187,7 @@ class _Split:
         b = Builder(ir.InsertionPoint(operation(self.full.owner)), self.loop.location, self.body, self.pool)
         names = {ir.StringAttr(op.attributes["name"]).value for op in walk_ops(self.launch)
                  if op.name == "memref.alloca" and "name" in op.attributes}
-        name = _fresh(EMPTY_BARRIERS, names)
+        name = fresh_name(EMPTY_BARRIERS, names)
         empty = b.op("memref.alloca", results=[self.full.type], attributes={
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0]), "name": ir.StringAttr.get(name)}).result
         inits = Builder(ir.InsertionPoint(self.fence), self.fence.location, self.body, self.pool)
@@ -200,7 +201,7 @@ class _Split:
 
     def _hoist_shared(self, init_barrier: ir.Operation) -> None:
         """Shared buffers before the split: both roles must name the same ones."""
-        position = _next(init_barrier)
+        position = next_op(init_barrier)
         for op in list(self.body.operations):
             op = operation(op)
             if op.name == "memref.alloca" and _is_shared(op.result.type) and _after_op(op, init_barrier):
@@ -356,7 +357,7 @@ class _Split:
         waits = [op for op in walk_ops(loop) if op.name == "tile.wgmma_wait" and operation(op.parent) == loop]
         body = loop.regions[0].blocks[0]
         last = operation(list(body.operations)[-1])
-        at = _next(waits[-1]) if waits else last
+        at = next_op(waits[-1]) if waits else last
         pending = ir.IntegerAttr(waits[-1].attributes["pending"]).value if waits else 0
         b = Builder(ir.InsertionPoint(at), loop.location, self.body, self.pool)
         t = _iteration(b, loop)
@@ -374,7 +375,7 @@ class _Split:
         if pending and retire is None:
             raise diag.error(loop, "persistent: no wgmma_wait after the pipelined loop retires its last wgmmas")
         tiles = list(loop.operands)[1]
-        drained = ir.InsertionPoint(_next(retire if pending else loop))
+        drained = ir.InsertionPoint(next_op(retire if pending else loop))
         known = constant_int(tiles)
         for i in range(pending):
             b = Builder(drained, loop.location, self.body, self.pool)
@@ -399,7 +400,7 @@ class _Split:
         self._first_thread_waits(Builder(drained, loop.location, self.body, self.pool))
         warpgroup.named_barrier(CONSUMER_BARRIER, self.threads, loc=loop.location, ip=drained)
         tile_loop = operation(work.owner)
-        self._first_thread_waits(Builder(ir.InsertionPoint(_next(tile_loop)), loop.location, self.body, self.pool))
+        self._first_thread_waits(Builder(ir.InsertionPoint(next_op(tile_loop)), loop.location, self.body, self.pool))
 
     def _first_thread_waits(self, b: Builder) -> None:
         """Thread 0, which issued the TMA stores: until its bulk groups have read their shared tiles."""
@@ -568,16 +569,3 @@ def _top_level(op: ir.Operation, block: ir.Block) -> ir.Operation:
 def _after_op(op: ir.Operation, anchor: ir.Operation) -> bool:
     ops = [operation(o) for o in op.block.operations]
     return ops.index(op) > ops.index(anchor)
-
-
-def _next(op: ir.Operation) -> ir.Operation | None:
-    ops = [operation(o) for o in op.block.operations]
-    index = ops.index(op)
-    return ops[index + 1] if index + 1 < len(ops) else None
-
-
-def _fresh(base: str, taken: set) -> str:
-    name, n = base, 1
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    return name

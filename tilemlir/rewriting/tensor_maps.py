@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tilemlir.dialects import bulk_copy
 from tilemlir.dialects.bulk_copy import TENSOR_MAPS_ATTR
+from tilemlir.ir_util import fresh_name
 from tilemlir.mlir import ir
 
 
@@ -51,12 +52,3 @@ class TensorMaps:
             if index < len(names):
                 return ir.StringAttr(names[index]).value
         return f"arg{index}"
-
-
-def fresh_name(base: str, taken: set) -> str:
-    """`base`, or `base_1`, `base_2`... the first not in `taken` (which it joins)."""
-    name, n = base, 1
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    taken.add(name)
-    return name
