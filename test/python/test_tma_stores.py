@@ -4,6 +4,8 @@ their pending reads checked, simulate/bulk_stores.py) runs each kernel bit for b
 missing proxy fence or a tile rewritten before thread 0's wait is reported."""
 
 import ml_dtypes
+import tilemlir
+import tilemlir.language as T
 import numpy as np
 import pytest
 
@@ -124,3 +126,45 @@ def test_a_direct_epilogue_goes_out_in_slabs_unless_it_says_disable_tma(rng):
     kept = static_gemm(128, 256, 64, n=n, k=k, threads=256, c_dtype="bfloat16", disable_tma_out=True)
     source = kept.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True).cuda_source()
     assert "slab" not in source and "tl_tma_store" not in source and "&C[" in source
+
+
+def bias_relu_gemm(n, k, block=(64, 128, 64), threads=128, stages=3):
+    """fp16 C = relu(A @ B^T + bias): B stored N x K (a linear layer's weight), the epilogue a T.Parallel over
+    the accumulator before its direct copy out."""
+    block_m, block_n, block_k = block
+    M = T.symbolic("M")
+
+    @tilemlir.jit(out_idx=[3])
+    def gemm(A: T.Tensor((M, k), "float16"), B: T.Tensor((n, k), "float16"), bias: T.Tensor((n,), "float32"),
+             C: T.Tensor((M, n), "float16")):
+        with T.Kernel(T.ceildiv(n, block_n), T.ceildiv(M, block_m), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_m, block_k), "float16")
+            B_s = T.alloc_shared((block_n, block_k), "float16")
+            C_f = T.alloc_fragment((block_m, block_n), "float32")
+            T.clear(C_f)
+            for ko in T.Pipelined(T.ceildiv(k, block_k), num_stages=stages):
+                T.copy(A[by * block_m, ko * block_k], A_s)
+                T.copy(B[bx * block_n, ko * block_k], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=True)
+            for i, j in T.Parallel(block_m, block_n):
+                C_f[i, j] = T.max(C_f[i, j] + bias[bx * block_n + j], 0)
+            T.copy(C_f, C[by * block_m, bx * block_n])
+
+    return gemm
+
+
+def test_a_parallel_epilogue_then_slabs_on_the_persistent_schedule(rng):
+    """fp16, B K-major, bias and ReLU applied to the accumulator, then the slabs (2 of 64 columns): persistent on
+    3 blocks over 3 x 2 ragged tiles, bit for bit the kernel with direct stores and no warp specialization."""
+    m, n, k = 150, 200, 192
+    fn = bias_relu_gemm(n, k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float32)
+    options = {"level": "thread", "tensor_cores": "wgmma", "tma": True, "warp_specialize": True, "persistent": 3}
+    got = fn.compile("cpu", **options)(a, b, bias)
+    assert np.array_equal(got, fn.compile("cpu", level="thread", tensor_cores="wgmma")(a, b, bias))
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64).T + bias, 0)
+    assert relative_error(got, want) <= 1e-3
+    source = fn.compile("cuda", arch="sm_90a", **{key: v for key, v in options.items() if key != "level"}).cuda_source()
+    assert source.count("tl_stmatrix_x4_f32_f16(&C_f_slab") == 8 and source.count("tl_tma_store_2d(&C_map") == 2
