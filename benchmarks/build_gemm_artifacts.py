@@ -63,8 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--clean", action="store_true", help="remove the artifact root first")
     parser.add_argument("--example", type=Path, default=EXAMPLE,
                         help="the module whose `matmul` factory is built (default examples/gemm.py; "
-                             "benchmarks/staged_gemm.py stages the result through a shared tile, "
-                             "benchmarks/direct_gemm.py keeps it off TMA)")
+                             "benchmarks/epilogue_gemm.py: other epilogues, its `epilogue` a --kernel-args key)")
     return parser
 
 
@@ -121,8 +120,8 @@ def build(ids: dict[str, tuple[str, int, int]], root: Path, arch: str, extra: di
             continue
         resources = inspect_artifact(target, kernel.signature.name)
         path = matrix_path(resources.get("opcodes"), kernel.cuda_source())
-        entries[artifact] = {"factory": f"{origin}:{FACTORY}", "kwargs": kwargs, "compile_options": options, "compile_s": round(seconds, 2),
-                             "path": path, "resources": resources}
+        entries[artifact] = {"factory": f"{origin}:{FACTORY}", "kwargs": kwargs, "compile_options": options,
+                             "compile_s": round(seconds, 2), "path": path, "resources": resources}
         print(f"built   {artifact}  ({seconds:.1f} s, {dir_size(target) / 1024:.0f} KiB, {path})", flush=True)
     return entries, failed
 

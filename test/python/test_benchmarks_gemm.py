@@ -433,16 +433,20 @@ def test_builder_starts_from_the_tuned_config(tmp_path):
     assert "tl_tma_load_2d(" in source and "tl_wgmma_m64n256k16_" in source
 
 
-def test_builder_builds_another_example_and_records_it(tmp_path):
-    """--example benchmarks/staged_gemm.py: the same factory arguments, the result staged through a shared tile
-    (stmatrix in, TMA boxes out); the manifest names the module the kernel came from."""
+@pytest.mark.parametrize("epilogue", ["staged", "lanes"])
+def test_builder_builds_another_example_and_records_it(tmp_path, epilogue):
+    """--example benchmarks/epilogue_gemm.py: the same factory arguments and `epilogue`; "staged" goes through a
+    shared tile (stmatrix in, TMA boxes out), "lanes" stores each lane's pairs (disable_tma=True); the manifest
+    names the module the kernel came from."""
+    kernel_args = {"block_M": 64, "block_N": 64, "block_K": 64, "epilogue": epilogue}
     assert build_gemm_artifacts.main(["--out", str(tmp_path), "--shapes", "64x128x64", "--dtypes", "bf16",
-                                      "--example", str(ROOT / "benchmarks" / "staged_gemm.py"),
-                                      "--kernel-args", '{"block_M": 64, "block_N": 64, "block_K": 64}',
+                                      "--example", str(ROOT / "benchmarks" / "epilogue_gemm.py"),
+                                      "--kernel-args", json.dumps(kernel_args),
                                       "--compile-args", '{"tensor_cores": "wgmma", "tma": true}']) == 0
     entry = json.loads((tmp_path / "manifest.json").read_text())["artifacts"]["gemm_bf16_n128_k64"]
-    assert entry["factory"] == "benchmarks/staged_gemm.py:matmul"
+    assert entry["factory"] == "benchmarks/epilogue_gemm.py:matmul" and entry["kwargs"]["epilogue"] == epilogue
     (device_source,) = [p for p in (tmp_path / "gemm_bf16_n128_k64").glob("*.cu") if not p.stem.endswith("_host")]
     source = device_source.read_text()
-    assert "tl_wgmma_m64n64k16_" in source and "tl_stmatrix_x4_f32_bf16(&C_s[" in source
-    assert "tl_tma_store_2d(&C_map, &C_s[" in source and "&C[" not in source.split("gemm(", 1)[1]
+    staged = epilogue == "staged"
+    assert "tl_wgmma_m64n64k16_" in source and ("tl_stmatrix_x4_f32_bf16(&C_s[" in source) == staged
+    assert ("tl_tma_store_2d(&C_map, &C_s[" in source) == staged and ("&C[" in source.split("gemm(", 1)[1]) != staged

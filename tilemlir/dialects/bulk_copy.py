@@ -157,20 +157,26 @@ class TmaLoadOp(Tile.Operation, name="tma_load"):
         dst, bars = operands[0].type, operands[1].type
         if memory_space(dst) != SHARED:
             return f"dst must be a shared buffer, got {dst}"
-        problem = _barriers_problem(bars) or _launch_problem(self)
-        if problem:
-            return problem
-        name = ir.StringAttr(self.operation.attributes["map"]).value
-        declared = tensor_map(self.operation, name)
-        if isinstance(declared, str):
-            return declared
-        rank = len(declared.box)
-        if len(operands) - 2 != dst.rank + 1 + rank:
-            return (f"expects {dst.rank} dst indices, a barrier index and {rank} coordinates (the rank of "
-                    f"tensor map '{name}'), got {len(operands) - 2} index operands")
-        if str(dst.element_type) != declared.element_type:
-            return f"dst holds {dst.element_type} but tensor map '{name}' describes {declared.element_type}"
-        return None
+        return _barriers_problem(bars) or _launch_problem(self) or _box_problem(self.operation, "dst", dst,
+                                                                                   len(operands) - 2, True)
+
+
+def _box_problem(op: ir.Operation, label: str, buffer: ir.MemRefType, index_operands: int,
+                 barrier: bool) -> str | None:
+    """A TMA op's map is declared, its index operands are the buffer's indices (a barrier index) and the map's
+    coordinates, and the buffer holds the map's element type."""
+    name = ir.StringAttr(op.attributes["map"]).value
+    declared = tensor_map(op, name)
+    if isinstance(declared, str):
+        return declared
+    rank = len(declared.box)
+    if index_operands != buffer.rank + int(barrier) + rank:
+        indices = f"{buffer.rank} {label} indices, a barrier index and" if barrier else f"{buffer.rank} {label} indices and"
+        return (f"expects {indices} {rank} coordinates (the rank of tensor map '{name}'), got {index_operands} index "
+                "operands")
+    if str(buffer.element_type) != declared.element_type:
+        return f"{label} holds {buffer.element_type} but tensor map '{name}' describes {declared.element_type}"
+    return None
 
 
 class TmaStoreOp(Tile.Operation, name="tma_store"):
@@ -192,20 +198,7 @@ class TmaStoreOp(Tile.Operation, name="tma_store"):
         src = operands[0].type
         if memory_space(src) != SHARED:
             return f"src must be a shared buffer, got {src}"
-        problem = _launch_problem(self)
-        if problem:
-            return problem
-        name = ir.StringAttr(self.operation.attributes["map"]).value
-        declared = tensor_map(self.operation, name)
-        if isinstance(declared, str):
-            return declared
-        rank = len(declared.box)
-        if len(operands) - 1 != src.rank + rank:
-            return (f"expects {src.rank} src indices and {rank} coordinates (the rank of tensor map '{name}'), "
-                    f"got {len(operands) - 1} index operands")
-        if str(src.element_type) != declared.element_type:
-            return f"src holds {src.element_type} but tensor map '{name}' describes {declared.element_type}"
-        return None
+        return _launch_problem(self) or _box_problem(self.operation, "src", src, len(operands) - 1, False)
 
 
 class BulkCommitGroupOp(Tile.Operation, name="bulk_commit_group"):

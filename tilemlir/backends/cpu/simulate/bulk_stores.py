@@ -36,9 +36,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from tilemlir.backends.cpu import buffers, checks
+from tilemlir.backends.cpu import checks
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.access_index import as_i64, bounds, linear, vector_width
+from tilemlir.backends.cpu.simulate.block_state import BlockStates
 from tilemlir.backends.cpu.simulate.values import ThreadState
 from tilemlir.backends.cpu.simulate.warpgroup import ASYNC_PROXY_WRITE, Warpgroups
 from tilemlir.ir_util import ops_named
@@ -100,7 +101,7 @@ class _Source:
         return math.prod(self.buffer.type.shape)
 
 
-class BulkStores:
+class BulkStores(BlockStates):
     """The TMA stores and bulk groups of one launch. `bulk_copies.BulkCopies` owns it: it decodes each
     store's box and calls `issue` and `read`, lowers the commits and waits here, and reports its TMA loads'
     writes (`check_async_write` at issue, `async_write` at landing)."""
@@ -127,14 +128,6 @@ class BulkStores:
                 self.sources[buffer] = _Source(checker.buffers[buffer].name, buffer,
                                                *(self._state([size], -1, loc) for _ in range(3)))
 
-    def _state(self, shape: list[int], initial: int, loc: ir.Location) -> ir.Value:
-        buffer = buffers.allocate_at_entry(self.function, ir.MemRefType.get(shape, _i64()), loc)
-        self._reset.append((buffer, initial))
-        return buffer
-
-    def reset(self) -> list[tuple[ir.Value, int]]:
-        """(buffer, value) pairs to fill at every block start."""
-        return list(self._reset)
 
     def _record(self, template: str, thread, other, index, weak: bool = False) -> None:
         self.checker.record(self.checker.site(template), thread, other, index, weak=weak)

@@ -44,11 +44,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tilemlir.backends.cpu import buffers, checks
+from tilemlir.backends.cpu import checks
 from tilemlir.backends.cpu import ir_builders as b
 from tilemlir.backends.cpu.access_index import as_i64, bounds, linear, vector_width
 from tilemlir.backends.cpu.simulate import ptx_isa
 from tilemlir.backends.cpu.simulate.phases import thread_id
+from tilemlir.backends.cpu.simulate.block_state import BlockStates
 from tilemlir.backends.cpu.simulate.values import ThreadState
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects.warpgroup import WARPGROUP_OPS
@@ -137,7 +138,7 @@ class _Traced:
     swizzle: int
 
 
-class Warpgroups:
+class Warpgroups(BlockStates):
     """The warpgroup ops of one launch. Made before the async copies are lowered (their issue checks
     `check_async_write`); `lower_thread_ops` before the phase split, `lower_wgmmas` after it."""
 
@@ -180,14 +181,6 @@ class Warpgroups:
                 name = ir.StringAttr(c.owner.attributes["name"]).value if "name" in c.owner.attributes else "c"
                 self.accumulators[c] = _Accumulator(name, self._state(shape, -1, loc), self._state(shape, -1, loc))
 
-    def _state(self, shape: list[int], initial: int, loc: ir.Location) -> ir.Value:
-        buffer = buffers.allocate_at_entry(self.function, ir.MemRefType.get(shape, _i64()), loc)
-        self._reset.append((buffer, initial))
-        return buffer
-
-    def reset(self) -> list[tuple[ir.Value, int]]:
-        """(buffer, value) pairs to fill at every block start."""
-        return list(self._reset)
 
     # -- which buffer a descriptor points into ---------------------------------------------------
     def _trace(self, op: ir.Operation, operand: int, which: str) -> _Traced:
