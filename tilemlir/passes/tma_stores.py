@@ -9,9 +9,11 @@ the tile again. Gives, per copy (docs/tensor_cores.md, "TMA stores"):
 - a `tile.fence_proxy_async` before that preceding barrier, unless one stands there already: every thread's
   generic-proxy writes of the tile are ordered before the async proxy's reads of it;
 - in place of the copy, `if tid == 0` the `tile.tma_store`s of its boxes (`analysis/tma_boxes.tile_boxes`:
-  one per swizzle panel, at the copy's coordinates plus the panel's column), one `tile.bulk_commit_group`
-  and a `tile.bulk_wait_group_read {pending = 0}`: the tile is read before thread 0 reaches the next
-  barrier, so a later write of it (or of a buffer sharing its bytes) after that barrier is safe; the global
+  one per swizzle panel, at the copy's coordinates plus the panel's column) and one `tile.bulk_commit_group`;
+- `if tid == 0` a `tile.bulk_wait_group_read {pending = 0}` just before the block's next barrier (and its
+  proxy fence), or right after the commit when no barrier follows: the tile is read before thread 0 reaches
+  the next barrier, so a later write of it (or of a buffer sharing its bytes) after that barrier is safe,
+  while until then the TMA engine reads it beside thread 0's work (an epilogue's next slab). The global
   writes complete on their own (the kernel's end makes them visible).
 
 The maps go into the function's `tile.tensor_maps` as the loads' do (`rewriting/tensor_maps.py`).
@@ -52,6 +54,7 @@ def _lower(launch: ir.Operation, copy: ir.Operation, maps: TensorMaps) -> None:
     body = launch.regions[0].blocks[0]
     b = Builder(ir.InsertionPoint(copy), copy.location, body, {})
     elected = b.cmp("eq", b.thread_id(constant_int(launch.opview.blockSizeX)), b.index(0))
+    following = _following_barrier(copy)
     with b.if_(elected) as issuer:
         for panel in range(box.panels):
             column = panel * box.panel_columns
@@ -59,8 +62,38 @@ def _lower(launch: ir.Operation, copy: ir.Operation, maps: TensorMaps) -> None:
             bulk_copy.tma_store(src, [issuer.index(0), issuer.index(column)], panel_coords, name, loc=copy.location,
                                 ip=issuer.ip)
         bulk_copy.bulk_commit_group(loc=copy.location, ip=issuer.ip)
-        bulk_copy.bulk_wait_group_read(0, loc=copy.location, ip=issuer.ip)
+        if following is None:
+            bulk_copy.bulk_wait_group_read(0, loc=copy.location, ip=issuer.ip)
+    if following is not None:
+        with b.at(_before_fence(following)).if_(elected) as waiter:
+            bulk_copy.bulk_wait_group_read(0, loc=copy.location, ip=waiter.ip)
     copy.erase()
+
+
+def _following_barrier(copy: ir.Operation) -> ir.Operation | None:
+    """The next `gpu.barrier` of the copy's block, with only ops without regions before it (a loop or branch
+    in between may hold a barrier and a write of the tile): thread 0 waits for the store's reads just before
+    it, so the TMA engine reads the tile while thread 0 goes on (a write of the tile comes after a barrier)."""
+    ops = [operation(op) for op in copy.block.operations]
+    for op in ops[ops.index(copy) + 1:]:
+        if op.name == "gpu.barrier":
+            return op
+        if op.regions:
+            return None
+    return None
+
+
+def _before_fence(barrier: ir.Operation) -> ir.InsertionPoint:
+    """Before the barrier, or before the proxy fence that precedes it."""
+    previous = _previous(barrier)
+    return ir.InsertionPoint(previous if previous is not None and previous.name == "tile.fence_proxy_async"
+                             else barrier)
+
+
+def _previous(op: ir.Operation) -> ir.Operation | None:
+    ops = [operation(o) for o in op.block.operations]
+    index = ops.index(op)
+    return ops[index - 1] if index else None
 
 
 def _preceding_barrier(copy: ir.Operation) -> ir.Operation:
@@ -81,8 +114,14 @@ def _writes(op: ir.Operation, tile: ir.Value) -> bool:
 
 
 def _fence(barrier: ir.Operation) -> None:
-    ops = [operation(op) for op in barrier.block.operations]
-    index = ops.index(barrier)
-    if index and ops[index - 1].name == "tile.fence_proxy_async":
+    """A proxy fence before the barrier, unless one (perhaps before a store's read-wait) stands there."""
+    previous = _previous(barrier)
+    if previous is not None and previous.name == "scf.if" and _waits(previous):
+        previous = _previous(previous)
+    if previous is not None and previous.name == "tile.fence_proxy_async":
         return
     warpgroup.fence_proxy_async(loc=barrier.location, ip=ir.InsertionPoint(barrier))
+
+
+def _waits(if_op: ir.Operation) -> bool:
+    return any(op.name == "tile.bulk_wait_group_read" for op in walk_ops(if_op))

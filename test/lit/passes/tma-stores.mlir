@@ -73,3 +73,44 @@ func.func @fenced(%C: memref<?x64xf32>) attributes {tile.entry, tile.arg_names =
   }
   return
 }
+
+// -----
+
+// Two slabs: the first store's read-wait stands just before the barrier (and fence) that precedes the second
+// store, so the TMA engine reads slab 0 while the threads write slab 1; the last store's wait follows its commit.
+// CHECK-LABEL: func.func @slabs
+// CHECK: "tile.tma_store"(%[[S0:[^,]+]],
+// CHECK-NEXT: "tile.bulk_commit_group"
+// CHECK-NEXT: }
+// CHECK-NEXT: memref.store %{{.+}}, %[[S1:alloca_[0-9]+]][
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: "tile.bulk_wait_group_read"() {pending = 0 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: "tile.fence_proxy_async"
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: "tile.tma_store"(%[[S1]],
+// CHECK-NEXT: "tile.bulk_commit_group"
+// CHECK-NEXT: "tile.bulk_wait_group_read"() {pending = 0 : i64}
+func.func @slabs(%C: memref<?x64xf32>) attributes {tile.entry, tile.arg_names = ["C"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c128 = arith.constant 128 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {
+    %s0 = memref.alloca() {name = "S0"} : memref<16x16xf32, "shared">
+    %s1 = memref.alloca() {name = "S1"} : memref<16x16xf32, "shared">
+    %v = arith.constant 1.0 : f32
+    %r = arith.remui %tx, %c16 : index
+    memref.store %v, %s0[%r, %c0] : memref<16x16xf32, "shared">
+    "tile.fence_proxy_async"() : () -> ()
+    gpu.barrier
+    "tile.copy"(%s0, %C, %c0, %c0, %c0, %c0) {shape = [16, 16], tile.tma_store} : (memref<16x16xf32, "shared">, memref<?x64xf32>, index, index, index, index) -> ()
+    memref.store %v, %s1[%r, %c0] : memref<16x16xf32, "shared">
+    gpu.barrier
+    "tile.copy"(%s1, %C, %c0, %c0, %c0, %c16) {shape = [16, 16], tile.tma_store} : (memref<16x16xf32, "shared">, memref<?x64xf32>, index, index, index, index) -> ()
+    gpu.terminator
+  }
+  return
+}
