@@ -507,7 +507,8 @@ def _inline_then(if_op: ir.Operation) -> None:
 
 
 def _erase_dead(block: ir.Block) -> None:
-    """Erase pure ops without uses and result-less scf.ifs with empty branches, to a fixpoint."""
+    """Erase pure ops without uses and result-less scf.ifs with empty branches, to a fixpoint. Each sweep runs
+    backwards (pre-order reversed): an op's users, and the ops nested in it, go before it."""
     changed = True
     while changed:
         changed = False
@@ -515,7 +516,6 @@ def _erase_dead(block: ir.Block) -> None:
             if (_is_pure(op) and all(not list(r.uses) for r in op.results)) or _empty_if(op):
                 op.erase()
                 changed = True
-                break
 
 
 def walk_ops_in(block: ir.Block) -> list[ir.Operation]:
