@@ -52,14 +52,18 @@ def test_the_plan_stores_every_element_once_from_its_register(layout):
     assert (stored[elements[:, 0], elements[:, 1], 1] == register).all()
 
 
-@pytest.mark.parametrize("offset, shape", [((0, 0), (128, 64)), ((0, 64), (128, 64)), ((0, 192), (128, 64)),
-                                           ((0, 128), (128, 128))])
-def test_a_box_of_the_fragment_is_stored_from_its_registers(offset, shape):
-    """A column slab of the 128 x 256 wgmma accumulator (an epilogue stored in slabs): the plan stores every
-    element of the slab once, at its place in the slab's tile, from the register the layout puts it in."""
-    layout = wgmma_accumulator_layout((128, 256), 256, 2, 1)
+@pytest.mark.parametrize("layout, offset, shape", [
+    *[(wgmma_accumulator_layout((128, 256), 256, 2, 1), offset, shape)
+      for offset, shape in (((0, 0), (128, 64)), ((0, 64), (128, 64)), ((0, 192), (128, 64)), ((0, 128), (128, 128)))],
+    # one warpgroup over 128 rows: a slab's pairs are two runs of registers, one per 64-row wgmma
+    (wgmma_accumulator_layout((128, 128), 128, 1, 1), (0, 64), (128, 64)),
+])
+def test_a_box_of_the_fragment_is_stored_from_its_registers(layout, offset, shape):
+    """A column slab of an accumulator (an epilogue stored in slabs): the plan stores every element of the slab
+    once, at its place in the slab's tile, from the register the layout puts it in."""
     plan = stmatrix_plan(layout, offset, shape)
-    assert plan is not None and plan.instructions * plan.count * 2 * (256 // shape[1]) == layout.registers
+    slabs = layout.shape[1] // shape[1]
+    assert plan is not None and plan.instructions * plan.count * 2 * slabs == layout.registers
     stored = run_plan(layout, plan, shape)
     elements = layout.all_elements()
     inside = ((elements >= offset) & (elements < np.add(offset, shape))).all(axis=1)
@@ -70,10 +74,12 @@ def test_a_box_of_the_fragment_is_stored_from_its_registers(offset, shape):
     assert (stored[local[:, 0], local[:, 1], 1] == register).all()
 
 
-def test_a_box_that_cuts_a_matrix_is_refused():
+def test_a_box_that_cuts_a_matrix_or_leaves_warps_out_is_refused():
     layout = wgmma_accumulator_layout((128, 256), 256, 2, 1)
     assert stmatrix_plan(layout, (0, 4), (128, 64)) is None
     assert stmatrix_plan(layout, (0, 0), (60, 64)) is None
+    # mma.sync's 2 x 2 warps: columns 64..127 are the second warp column's alone, the others hold none of them
+    assert stmatrix_plan(accumulator_layout((128, 128), 128, 2, 2), (0, 64), (128, 64)) is None
 
 
 def test_the_wgmma_accumulator_takes_x4_stores_of_consecutive_pairs():
