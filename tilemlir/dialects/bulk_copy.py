@@ -36,7 +36,8 @@ async-groups, not on an mbarrier:
 
 from collections.abc import Sequence
 
-from tilemlir.dialects.tile import SHARED, Tile, _checked, _i64, _int_attr, _without_segments, memory_space
+from tilemlir.dialects.tile import (SHARED, Tile, _checked, _i64, _int_attr, _int_range_problem, _without_segments,
+                                    memory_space)
 from tilemlir.dialects.warpgroup import _launch_problem
 from tilemlir.ir_util import enclosing, walk_ops
 from tilemlir.mlir import ext, ir
@@ -226,10 +227,7 @@ class BulkWaitGroupReadOp(Tile.Operation, name="bulk_wait_group_read"):
 
     @_checked
     def verify_invariants(self):
-        pending = _int_attr(self, "pending")
-        if pending is None or not 0 <= pending <= MAX_BULK_PENDING:
-            return f"'pending' must be an integer in 0..{MAX_BULK_PENDING}, got {self.operation.attributes['pending']}"
-        return _launch_problem(self)
+        return _int_range_problem(self, "pending", 0, MAX_BULK_PENDING) or _launch_problem(self)
 
 
 class TensorMap:

@@ -102,6 +102,14 @@ def _int_attr(op, name: str) -> int | None:
     return attr.value if isinstance(attr, ir.IntegerAttr) else None
 
 
+def _int_range_problem(op, name: str, low: int, high: int) -> str | None:
+    """Why attribute `name` of `op` is not an integer in low..high, or None."""
+    value = _int_attr(op, name)
+    if value is None or not low <= value <= high:
+        return f"'{name}' must be an integer in {low}..{high}, got {op.operation.attributes[name]}"
+    return None
+
+
 def _bool_attr(op, name: str, default: bool = False) -> bool | None:
     attrs = op.operation.attributes
     if name not in attrs:

@@ -33,8 +33,8 @@ Defined on `tilemlir.dialects.tile.Tile`, loaded with it (tilemlir/context.py).
 from collections.abc import Sequence
 from typing import Any
 
-from tilemlir.dialects.tile import LOCAL, SHARED, Tile, _bool_attr, _checked, _i64, _int_attr, _without_segments, \
-    memory_space
+from tilemlir.dialects.tile import LOCAL, SHARED, Tile, _bool_attr, _checked, _i64, _int_attr, _int_range_problem, \
+    _without_segments, memory_space
 from tilemlir.ir_util import enclosing
 from tilemlir.mlir import ext, ir
 
@@ -197,6 +197,9 @@ class WgmmaCommitOp(Tile.Operation, name="wgmma_commit"):
         return _launch_problem(self)
 
 
+MAX_WGMMA_PENDING = 7
+
+
 class WgmmaWaitOp(Tile.Operation, name="wgmma_wait"):
     """`wgmma.wait_group.sync.aligned pending`: wait until at most `pending` of the warpgroup's
     committed batches are in flight.
@@ -208,10 +211,7 @@ class WgmmaWaitOp(Tile.Operation, name="wgmma_wait"):
 
     @_checked
     def verify_invariants(self):
-        pending = _int_attr(self, "pending")
-        if pending is None or not 0 <= pending <= 7:
-            return f"'pending' must be an integer in 0..7, got {self.operation.attributes['pending']}"
-        return _launch_problem(self)
+        return _int_range_problem(self, "pending", 0, MAX_WGMMA_PENDING) or _launch_problem(self)
 
 
 class FenceProxyAsyncOp(Tile.Operation, name="fence_proxy_async"):
