@@ -168,3 +168,33 @@ def test_a_parallel_epilogue_then_slabs_on_the_persistent_schedule(rng):
     assert relative_error(got, want) <= 1e-3
     source = fn.compile("cuda", arch="sm_90a", **{key: v for key, v in options.items() if key != "level"}).cuda_source()
     assert source.count("tl_stmatrix_x4_f32_f16(&C_f_slab") == 8 and source.count("tl_tma_store_2d(&C_map") == 2
+
+
+def test_two_epilogues_of_one_accumulator_take_slab_buffers_of_their_own(rng):
+    """The accumulator copied into two tensors: each copy gets its two slab buffers (named apart in the CUDA)
+    and its TMA stores; the stores of one tensor never mix with the other's."""
+    M = T.symbolic("M")
+
+    @tilemlir.jit(out_idx=[2, 3])
+    def gemm(A: T.Tensor((M, 128), "bfloat16"), B: T.Tensor((128, 128), "bfloat16"),
+             C: T.Tensor((M, 128), "bfloat16"), D: T.Tensor((M, 128), "bfloat16")):
+        with T.Kernel(1, T.ceildiv(M, 64), threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 64), "bfloat16")
+            B_s = T.alloc_shared((64, 128), "bfloat16")
+            C_f = T.alloc_fragment((64, 128), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(2, num_stages=2):
+                T.copy(A[by * 64, k * 64], A_s)
+                T.copy(B[k * 64, 0], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C[by * 64, 0])
+            T.copy(C_f, D[by * 64, 0])
+
+    source = gemm.compile("cuda", arch="sm_90a", tensor_cores="wgmma", tma=True).cuda_source()
+    for name in ("C_f_slab0", "C_f_slab1", "C_f_slab0_1", "C_f_slab1_1"):
+        assert f"__nv_bfloat16* {name} = " in source
+    assert source.count("tl_tma_store_2d(&C_map") == 2 and source.count("tl_tma_store_2d(&D_map") == 2
+    a, b = operands(rng, 72, 128, 128)
+    c, d = gemm.compile("cpu", level="thread", tensor_cores="wgmma", tma=True)(a, b)
+    assert np.array_equal(c, d)
+    assert relative_error(c, a.astype(np.float64) @ b.astype(np.float64)) <= 1e-2
