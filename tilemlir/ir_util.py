@@ -126,6 +126,18 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return found
 
 
+def launch_grid(launch: ir.Operation) -> list[ir.Value]:
+    """The three grid sizes of gpu.launch `launch`."""
+    return list(launch.operands)[len(launch.opview.asyncDependencies):][:3]
+
+
+def set_launch_grid(launch: ir.Operation, sizes: list[ir.Value]) -> None:
+    """Make `sizes` the grid of gpu.launch `launch` (by operand position, after the async dependencies)."""
+    first = len(launch.opview.asyncDependencies)
+    for dim, size in enumerate(sizes):
+        launch.operands[first + dim] = size
+
+
 def set_launch_block_x(launch: ir.Operation, size: ir.Value) -> None:
     """Make `size` the x block size of gpu.launch `launch`. By operand position (after the async
     dependencies and the three grid sizes): the same SSA value may also be one of the grid sizes."""

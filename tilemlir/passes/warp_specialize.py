@@ -38,11 +38,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilemlir.analysis.accesses import is_shared
 from tilemlir.analysis.shared_layouts import RING_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
 from tilemlir.dialects.shared_access import SHARED_INDEXED
-from tilemlir.dialects.tile import SHARED
 from tilemlir.ir_util import (constant_int, defining_op, fresh_name, inside, next_op, operation, ops_named,
                               set_launch_block_x, walk_ops)
 from tilemlir.mlir import ir
@@ -204,7 +204,7 @@ class _Split:
         position = next_op(init_barrier)
         for op in list(self.body.operations):
             op = operation(op)
-            if op.name == "memref.alloca" and _is_shared(op.result.type) and _after_op(op, init_barrier):
+            if op.name == "memref.alloca" and is_shared(op.result.type) and _after_op(op, init_barrier):
                 op.move_before(position)
 
     def _role_split(self, init_barrier: ir.Operation) -> ir.Operation:
@@ -490,7 +490,7 @@ def _touches_shared(loop: ir.Operation) -> bool:
     """Whether the loop accesses a shared buffer other than its rings (and their mbarriers)."""
     for op in walk_ops(loop):
         entry = SHARED_INDEXED.get(op.name)
-        if entry is not None and _is_shared(op.operands[entry[0]].type) and not _is_ring(op.operands[entry[0]]):
+        if entry is not None and is_shared(op.operands[entry[0]].type) and not _is_ring(op.operands[entry[0]]):
             return True
     return False
 
@@ -536,13 +536,8 @@ def _empty_if(op: ir.Operation) -> bool:
 
 def _is_pure(op: ir.Operation) -> bool:
     if op.name == "memref.alloca":
-        return not _is_shared(op.result.type)
+        return not is_shared(op.result.type)
     return op.name.startswith(_PURE_PREFIXES)
-
-
-def _is_shared(type_: ir.Type) -> bool:
-    space = ir.MemRefType(type_).memory_space
-    return space is not None and str(space) in (f'"{SHARED}"', "#gpu.address_space<workgroup>")
 
 
 def _iteration(b: Builder, loop: ir.Operation) -> ir.Value:

@@ -10,7 +10,7 @@ Local buffers at the top of a wrapped block stay before its loop (one per thread
 
 from __future__ import annotations
 
-from tilemlir.ir_util import constant_int, inside, operation, walk_ops
+from tilemlir.ir_util import constant_int, inside, launch_grid, operation, set_launch_grid, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.rewriting.thread_builder import Builder
 
@@ -23,14 +23,11 @@ def make_persistent(launch: ir.Operation, blocks: list[ir.Block], max_blocks: in
     """Wrap each of `blocks` (inside `launch`, together holding every use of the block ids) in the tile loop
     and shrink the grid; returns each block's tile ordinal r (0 for the block's first tile), carried by its
     loop."""
-    tiles_of = list(launch.operands)[len(launch.opview.asyncDependencies):][:3]
+    tiles_of = launch_grid(launch)
     outside = Builder(ir.InsertionPoint(launch), launch.location, launch.block, {})
     tiles = outside.mul(outside.mul(tiles_of[0], tiles_of[1]), tiles_of[2])
     grid = outside.op("arith.minui", [tiles, outside.index(max_blocks)], [tiles.type]).result
-    first = len(launch.opview.asyncDependencies)
-    launch.operands[first] = grid
-    launch.operands[first + 1] = outside.index(1)
-    launch.operands[first + 2] = outside.index(1)
+    set_launch_grid(launch, [grid, outside.index(1), outside.index(1)])
     return [_wrap(launch, block, tiles, tiles_of) for block in blocks]
 
 
