@@ -136,10 +136,19 @@ class StmatrixOp(Tile.Operation, name="stmatrix"):
         return _stmatrix_src_problem(src, str(dst.element_type), registers)
 
 
+STMATRIX_TYPES = ("f16", "bf16")  # what stmatrix stores
+
+
+def stmatrix_converts(src_element: str, dst_element: str) -> bool:
+    """Whether stmatrix stores registers of `src_element` into a tile of `dst_element`: a 16-bit float, from
+    f32 (rounded) or the same type."""
+    return dst_element in STMATRIX_TYPES and src_element in ("f32", dst_element)
+
+
 def _stmatrix_src_problem(src: ir.Type, dst_element: str, registers: list[int]) -> str | None:
     if memory_space(src) != LOCAL or src.rank != 1:
         return f"src must be a rank-1 \"local\" register array, got {src}"
-    if str(src.element_type) not in ("f32", dst_element):
+    if not stmatrix_converts(str(src.element_type), dst_element):
         return f"src must hold f32 or {dst_element} (the element type of dst) elements, got {src.element_type}"
     for offset in registers:
         problem = _slice_problem("src", src, offset, 2, None)

@@ -33,6 +33,7 @@ from tilemlir.analysis.stmatrix_stores import stmatrix_plan
 from tilemlir.analysis.tma_boxes import DISABLE_TMA_ATTR, tma_store_problem
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import tile
+from tilemlir.dialects.tensor_core_ops import stmatrix_converts
 from tilemlir.dialects.tile import SHARED, _element_bytes, memory_space
 from tilemlir.ir_util import constant_int, defining_op, next_op, operation, ops_named, walk_ops
 from tilemlir.mlir import ir
@@ -41,7 +42,6 @@ from tilemlir.rewriting.thread_builder import Builder
 
 SLAB_BUFFERS = 2
 PANEL_BYTES = 128  # a slab's row: one 128-byte swizzle panel, one TMA box wide
-STORED_TYPES = ("f16", "bf16")
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,9 @@ def _direct(op: ir.Operation) -> bool:
         return False
     src, dst = op.operands[0], op.operands[1]
     if lir.fragment_alloc(src) is None or src.type.rank != 2 or not isinstance(dst, ir.BlockArgument) \
-            or dst.type.rank != 2 or str(dst.type.element_type) not in STORED_TYPES:
+            or dst.type.rank != 2:
+        return False
+    if not stmatrix_converts(str(src.type.element_type), str(dst.type.element_type)):
         return False
     return _whole(op, list(src.type.shape), list(op.operands)[2:4])
 

@@ -1,8 +1,8 @@
 """select-stmatrix: `tile.stmatrix` on the copies of a whole fragment into a shared tile stmatrix can run.
 
 Takes tile-level IR after infer-layouts (every fragment has its layout) and before lower-tile-ops, which
-keeps the marked copies whole. Gives the same IR where each `tile.copy` of a fragment (f32, f16 or bf16), whole
-or a box at constant offsets, onto a whole two-dimensional shared tile of 16-bit floats, whose layout
+keeps the marked copies whole. Gives the same IR where each `tile.copy` of a fragment (f32, or the tile's own
+type), whole or a box at constant offsets, onto a whole two-dimensional shared tile of f16 or bf16, whose layout
 `analysis/stmatrix_stores.stmatrix_plan` accepts at that box (the mma.sync and wgmma accumulators: an epilogue staged
 through shared memory, `T.copy(C_f, C_s)`), carries `tile.stmatrix`: partition-threads makes it the plan's
 stmatrix instructions on the thread's registers (`rewriting/stmatrix_stores.py`), 8 elements a lane each
@@ -16,14 +16,11 @@ from dataclasses import dataclass
 
 from tilemlir.analysis import layout_ir as lir
 from tilemlir.analysis.stmatrix_stores import STMATRIX_ATTR, stmatrix_plan
+from tilemlir.dialects.tensor_core_ops import stmatrix_converts
 from tilemlir.dialects.tile import SHARED, memory_space
 from tilemlir.ir_util import constant_int, defining_op, operation, ops_named
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
-
-STORED_TYPES = ("f16", "bf16")
-SOURCE_TYPES = ("f32", "f16", "bf16")
-
 
 @dataclass(frozen=True)
 class SelectStmatrixOptions:
@@ -50,7 +47,7 @@ def _fits(copy: ir.Operation) -> bool:
     owner = defining_op(dst)
     if owner is None or owner.name != "tile.alloc_shared":
         return False
-    if str(dst.type.element_type) not in STORED_TYPES or str(src.type.element_type) not in SOURCE_TYPES:
+    if not stmatrix_converts(str(src.type.element_type), str(dst.type.element_type)):
         return False
     box = [ir.IntegerAttr(a).value for a in copy.attributes["shape"]]
     offsets = [constant_int(v) for v in list(copy.operands)[2:]]

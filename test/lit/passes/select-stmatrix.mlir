@@ -54,3 +54,23 @@ func.func @slab() attributes {tile.entry} {
   }) {threads = 128 : i64} : (index) -> ()
   return
 }
+
+// stmatrix converts only f32 registers (or stores the tile's own type): an f16 accumulator into a bf16 tile stays
+// a thread copy; into an f16 tile it is stmatrix's.
+// CHECK-LABEL: func.func @conversions
+// CHECK: "tile.copy"({{.+}}) {shape = [64, 64]} : (memref<64x64xf16, "fragment">, memref<64x64xbf16, "shared">
+// CHECK-NEXT: "tile.copy"({{.+}}) {shape = [64, 64], tile.stmatrix} : (memref<64x64xf16, "fragment">, memref<64x64xf16, "shared">
+func.func @conversions() attributes {tile.entry} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  "tile.kernel"(%c1) ({
+  ^bb0(%bx: index):
+    %acc = "tile.alloc_fragment"() {layout = #tile.layout<#thread, #reg, 1 : i64>, name = "H_f"} : () -> memref<64x64xf16, "fragment">
+    %bf = "tile.alloc_shared"() {name = "B_s", tile.swizzle = 128 : i64} : () -> memref<64x64xbf16, "shared">
+    %h = "tile.alloc_shared"() {name = "H_s", tile.swizzle = 128 : i64} : () -> memref<64x64xf16, "shared">
+    "tile.copy"(%acc, %bf, %c0, %c0, %c0, %c0) {shape = [64, 64]} : (memref<64x64xf16, "fragment">, memref<64x64xbf16, "shared">, index, index, index, index) -> ()
+    "tile.copy"(%acc, %h, %c0, %c0, %c0, %c0) {shape = [64, 64]} : (memref<64x64xf16, "fragment">, memref<64x64xf16, "shared">, index, index, index, index) -> ()
+    "tile.yield"() : () -> ()
+  }) {threads = 128 : i64} : (index) -> ()
+  return
+}
