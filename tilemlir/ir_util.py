@@ -77,6 +77,13 @@ def next_op(op: ir.Operation) -> ir.Operation | None:
     return ops[index + 1] if index + 1 < len(ops) else None
 
 
+def previous_op(op: ir.Operation) -> ir.Operation | None:
+    """The op before `op` in its block, None for the first."""
+    ops = [operation(o) for o in op.block.operations]
+    index = ops.index(operation(op))
+    return ops[index - 1] if index else None
+
+
 def fresh_name(base: str, taken: set) -> str:
     """`base`, or `base_1`, `base_2`... the first not in `taken` (which it joins)."""
     name, n = base, 1

@@ -24,7 +24,7 @@ from __future__ import annotations
 from tilemlir.analysis.tma_boxes import TMA_STORE_ATTR, buffer_swizzle, tile_boxes
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
-from tilemlir.ir_util import constant_int, enclosing, operation, ops_named, walk_ops
+from tilemlir.ir_util import constant_int, enclosing, operation, ops_named, previous_op, walk_ops
 from tilemlir.mlir import ir
 from tilemlir.pass_infra.registry import register_pass
 from tilemlir.rewriting.tensor_maps import TensorMaps
@@ -85,15 +85,9 @@ def _following_barrier(copy: ir.Operation) -> ir.Operation | None:
 
 def _before_fence(barrier: ir.Operation) -> ir.InsertionPoint:
     """Before the barrier, or before the proxy fence that precedes it."""
-    previous = _previous(barrier)
+    previous = previous_op(barrier)
     return ir.InsertionPoint(previous if previous is not None and previous.name == "tile.fence_proxy_async"
                              else barrier)
-
-
-def _previous(op: ir.Operation) -> ir.Operation | None:
-    ops = [operation(o) for o in op.block.operations]
-    index = ops.index(op)
-    return ops[index - 1] if index else None
 
 
 def _preceding_barrier(copy: ir.Operation) -> ir.Operation:
@@ -115,9 +109,9 @@ def _writes(op: ir.Operation, tile: ir.Value) -> bool:
 
 def _fence(barrier: ir.Operation) -> None:
     """A proxy fence before the barrier, unless one (perhaps before a store's read-wait) stands there."""
-    previous = _previous(barrier)
+    previous = previous_op(barrier)
     if previous is not None and previous.name == "scf.if" and _waits(previous):
-        previous = _previous(previous)
+        previous = previous_op(previous)
     if previous is not None and previous.name == "tile.fence_proxy_async":
         return
     warpgroup.fence_proxy_async(loc=barrier.location, ip=ir.InsertionPoint(barrier))

@@ -42,7 +42,7 @@ from tilemlir.analysis.accesses import is_shared
 from tilemlir.analysis.shared_layouts import RING_ATTR
 from tilemlir.diagnostics import reporting as diag
 from tilemlir.dialects import bulk_copy, warpgroup
-from tilemlir.dialects.shared_access import SHARED_INDEXED
+from tilemlir.dialects.shared_access import shared_indices
 from tilemlir.ir_util import (constant_int, defining_op, fresh_name, inside, next_op, operation, ops_named,
                               set_launch_block_x, walk_ops)
 from tilemlir.mlir import ir
@@ -489,8 +489,8 @@ def _feeds_ring(value: ir.Value, op: ir.Operation) -> bool:
 def _touches_shared(loop: ir.Operation) -> bool:
     """Whether the loop accesses a shared buffer other than its rings (and their mbarriers)."""
     for op in walk_ops(loop):
-        entry = SHARED_INDEXED.get(op.name)
-        if entry is not None and is_shared(op.operands[entry[0]].type) and not _is_ring(op.operands[entry[0]]):
+        access = shared_indices(op)
+        if access is not None and not _is_ring(op.operands[access.buffer]):
             return True
     return False
 

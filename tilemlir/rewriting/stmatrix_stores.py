@@ -41,10 +41,10 @@ def _lane_address(b: Builder, layout: TiledLayout, plan: StmatrixPlan, tid: ir.V
     """The (row, column) lane tid mod 32 addresses for registers 0, 2, ... 2 count - 2 of the fragment (the
     plan's offsets count from there). Digits that are 0 at every warp's first thread (lane digits) or at every
     register a lane picks are left out."""
-    register = b.mul(b.rem(b.div(tid, MATRIX), plan.count), 2)
+    register = b.mul(b.digit(tid, MATRIX, plan.count), 2)
     first_threads = np.arange(0, layout.threads, WARP)
     picked = 2 * np.arange(plan.count)
-    index = [b.index(0), b.index(0)]
+    terms: list[list] = [[], []]
     for digit in layout.digits:
         sources = first_threads if digit.is_thread else picked
         if not ((sources // (digit.thread or digit.reg)) % digit.size).any():
@@ -53,6 +53,5 @@ def _lane_address(b: Builder, layout: TiledLayout, plan: StmatrixPlan, tid: ir.V
             source = tid if digit.thread % WARP == 0 else b.mul(b.div(tid, WARP), WARP)
         else:
             source = register
-        value = b.rem(b.div(source, digit.thread or digit.reg), digit.size)
-        index[digit.dim] = b.add(index[digit.dim], b.mul(value, digit.stride))
-    return b.add(index[0], b.rem(tid, MATRIX)), index[1]
+        terms[digit.dim].append((digit.stride, b.digit(source, digit.thread or digit.reg, digit.size)))
+    return b.add(b.linear(terms[0]), b.rem(tid, MATRIX)), b.linear(terms[1])
