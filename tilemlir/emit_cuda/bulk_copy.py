@@ -62,12 +62,16 @@ template <int N> __device__ __forceinline__ void tl_bulk_wait_group_read() {
 }
 
 
+def _coordinates_asm(rank: int, first: int) -> tuple[str, str, str]:
+    """A TMA helper's coordinate parameters, their asm operands (from %`first`) and the operands' bindings."""
+    return (", ".join(f"int c{i}" for i in range(rank)), ", ".join(f"%{i + first}" for i in range(rank)),
+            ", ".join(f'"r"(c{i})' for i in range(rank)))
+
+
 def tma_load_helper(rank: int) -> tuple[str, str]:
     """(name, definition) of the `rank`-dimensional TMA load into shared memory completing on an mbarrier."""
     name = f"tl_tma_load_{rank}d"
-    coords = ", ".join(f"int c{i}" for i in range(rank))
-    operands = ", ".join(f"%{i + 3}" for i in range(rank))
-    bound = ", ".join(f'"r"(c{i})' for i in range(rank))
+    coords, operands, bound = _coordinates_asm(rank, 3)
     return name, (
         f"__device__ __forceinline__ void {name}(void* dst, const CUtensorMap* map, void* bar, {coords}) {{\n"
         f'  asm volatile("cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "\n'
@@ -80,9 +84,7 @@ def tma_load_helper(rank: int) -> tuple[str, str]:
 def tma_store_helper(rank: int) -> tuple[str, str]:
     """(name, definition) of the `rank`-dimensional TMA store from shared memory, in the thread's bulk group."""
     name = f"tl_tma_store_{rank}d"
-    coords = ", ".join(f"int c{i}" for i in range(rank))
-    operands = ", ".join(f"%{i + 2}" for i in range(rank))
-    bound = ", ".join(f'"r"(c{i})' for i in range(rank))
+    coords, operands, bound = _coordinates_asm(rank, 2)
     return name, (
         f"__device__ __forceinline__ void {name}(const CUtensorMap* map, const void* src, {coords}) {{\n"
         f'  asm volatile("cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{operands}}}], [%1];"\n'
